@@ -1,0 +1,545 @@
+//! The budget policy: copy one JSON value from tokens to output, cutting it to
+//! limits, and record every cut. [`Budget`] is the push API for a whole document;
+//! [`ValueBudget`] is the policy for one value, which the MCP projection reuses
+//! for `structuredContent`, `_meta` and other free-form values.
+//!
+//! Semantics (see `specs/budget-semantics.md`): lists keep a prefix of items,
+//! objects a prefix of members, strings a prefix of whole characters; a
+//! container past `max_depth` is emptied; the byte ceiling holds with the
+//! closers still owed; whatever is kept is copied byte for byte.
+
+use crate::error::Error;
+use crate::limits::Limits;
+use crate::out::Out;
+use crate::record::{BudgetKind, PointerBuf, Record};
+use crate::tokenizer::{Tok, Tokenizer};
+
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    obj: bool,
+    /// Children written.
+    kept: u64,
+    /// Children started (the index of the next one).
+    seen: u64,
+    /// Length and overflow of `path` for this container itself.
+    path_len: usize,
+    path_ovf: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SkipWhy {
+    None,
+    /// The rest of a list past `max_list_items`.
+    ListTail,
+    /// A child (and the rest of its container) did not fit or was doomed.
+    Rest(BudgetKind),
+    /// A container past `max_depth`.
+    Emptied,
+    /// The value as a whole did not fit.
+    Root(BudgetKind),
+}
+
+/// What a value's policy reports after a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The value goes on.
+    More,
+    /// The value is complete and written.
+    Done,
+    /// The value could not be written at all (not even its smallest form); the
+    /// output was rolled back to where the value began and the value skipped.
+    Omitted,
+}
+
+/// The policy for one value. Driven token by token; writes through [`Out`].
+#[derive(Debug)]
+pub(crate) struct ValueBudget {
+    lim: Limits,
+    frames: Vec<Frame>,
+    path: PointerBuf,
+    /// Tokenizer depth of the value's parent (0 for a document).
+    base_depth: u32,
+    /// Start of the current tentative item (its comma included).
+    mark: Option<u64>,
+    in_num: bool,
+    key_doom: Option<BudgetKind>,
+    skip_why: SkipWhy,
+    /// The rollback point for the whole value (set by the driver).
+    value_mark: u64,
+    /// A string value's opening quote is written and its closing quote owed.
+    in_str: bool,
+}
+
+impl ValueBudget {
+    pub fn new(lim: Limits) -> ValueBudget {
+        let cap = (lim.max_depth.min(lim.max_nesting) as usize)
+            .saturating_add(2)
+            .min(4096);
+        ValueBudget {
+            lim,
+            frames: Vec::with_capacity(cap),
+            path: PointerBuf::new(),
+            base_depth: 0,
+            mark: None,
+            in_num: false,
+            key_doom: None,
+            skip_why: SkipWhy::None,
+            value_mark: 0,
+            in_str: false,
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.lim
+    }
+
+    /// Start a value whose first token comes next. `prefix` is the pointer of
+    /// the value in the original document; `value_mark` the output position to
+    /// roll back to if not even its smallest form fits.
+    pub fn begin(&mut self, lim: Limits, prefix: &PointerBuf, base_depth: u32, value_mark: u64) {
+        self.lim = lim;
+        self.frames.clear();
+        self.path.set(prefix);
+        self.base_depth = base_depth;
+        self.mark = None;
+        self.in_num = false;
+        self.key_doom = None;
+        self.skip_why = SkipWhy::None;
+        self.value_mark = value_mark;
+        self.in_str = false;
+    }
+
+    /// Input broke off: close what is open so the output is one valid value.
+    /// Returns false when nothing of the value was written.
+    pub fn close_open(&mut self, out: &mut Out) -> bool {
+        if let Some(m) = self.mark.take() {
+            out.rollback(m);
+        }
+        if self.in_str {
+            out.byte(b'"');
+            out.reserved = out.reserved.saturating_sub(1);
+            self.in_str = false;
+        }
+        let wrote = out.pos() > self.value_mark || !self.frames.is_empty();
+        while let Some(f) = self.frames.pop() {
+            out.byte(if f.obj { b'}' } else { b']' });
+            out.reserved = out.reserved.saturating_sub(1);
+        }
+        out.commit();
+        wrote
+    }
+
+    #[inline]
+    fn top_depth(&self) -> u32 {
+        self.base_depth + self.frames.len() as u32
+    }
+
+    fn record_here(&self, rec: &mut Record, kind: BudgetKind, count: u64) {
+        rec.add(kind, count, self.path.get());
+    }
+
+    /// A child value starts; make room for its smallest form (`min_len` bytes).
+    /// Returns false when it does not fit: the child, and the rest of its
+    /// container, are then being skipped.
+    fn start_child(&mut self, lex: &mut Tokenizer, out: &mut Out, min_len: u64) -> bool {
+        let Some(p) = self.frames.last_mut() else {
+            // The value itself.
+            if min_len > out.avail() {
+                out.rollback(self.value_mark);
+                lex.skip_one(self.base_depth);
+                self.skip_why = SkipWhy::Root(BudgetKind::ResultBytes);
+                return false;
+            }
+            return true;
+        };
+        let mut need = min_len;
+        if !p.obj {
+            p.seen += 1;
+            self.path.push_index(p.seen - 1);
+            self.mark = Some(out.pos());
+            if p.kept > 0 {
+                need += 1;
+            }
+        }
+        if need > out.avail() {
+            if let Some(m) = self.mark.take() {
+                out.rollback(m);
+            }
+            lex.skip_rest(self.top_depth(), 1);
+            self.skip_why = SkipWhy::Rest(BudgetKind::ResultBytes);
+            return false;
+        }
+        if !p.obj && p.kept > 0 {
+            out.byte(b',');
+        }
+        p.kept += 1;
+        true
+    }
+
+    /// The current child of the innermost container (or the value) is complete.
+    fn value_end(&mut self, lex: &mut Tokenizer, out: &mut Out) -> Step {
+        self.mark = None;
+        out.commit();
+        let Some(p) = self.frames.last() else {
+            return Step::Done;
+        };
+        self.path.truncate(p.path_len, p.path_ovf);
+        if !p.obj && p.kept >= self.lim.max_list_items {
+            lex.skip_rest(self.top_depth(), 0);
+            self.skip_why = SkipWhy::ListTail;
+        }
+        Step::More
+    }
+
+    fn open(&mut self, obj: bool, lex: &mut Tokenizer, out: &mut Out) -> Step {
+        if !self.start_child(lex, out, 2) {
+            return Step::More;
+        }
+        out.byte(if obj { b'{' } else { b'[' });
+        out.reserved += 1;
+        out.commit();
+        self.mark = None;
+        self.frames.push(Frame {
+            obj,
+            kept: 0,
+            seen: 0,
+            path_len: self.path.len(),
+            path_ovf: self.path.overflowed(),
+        });
+        if self.frames.len() as u64 > self.lim.max_depth as u64 {
+            lex.skip_rest(self.top_depth(), 0);
+            self.skip_why = SkipWhy::Emptied;
+        } else if !obj && self.lim.max_list_items == 0 {
+            lex.skip_rest(self.top_depth(), 0);
+            self.skip_why = SkipWhy::ListTail;
+        }
+        Step::More
+    }
+
+    /// Feed one token (never `NeedMore` or `Eof`).
+    pub fn token(
+        &mut self,
+        tok: Tok,
+        chunk: &[u8],
+        lex: &mut Tokenizer,
+        out: &mut Out,
+        rec: &mut Record,
+    ) -> Result<Step, Error> {
+        match tok {
+            Tok::BeginArray => return Ok(self.open(false, lex, out)),
+            Tok::BeginObject => return Ok(self.open(true, lex, out)),
+            Tok::EndArray | Tok::EndObject => {
+                self.frames.pop();
+                out.byte(if tok == Tok::EndArray { b']' } else { b'}' });
+                out.reserved = out.reserved.saturating_sub(1);
+                return Ok(self.value_end(lex, out));
+            }
+            Tok::StrBegin { key: false } => {
+                if self.start_child(lex, out, 2) {
+                    out.byte(b'"');
+                    out.reserved += 1;
+                    out.commit();
+                    self.mark = None;
+                    self.in_str = true;
+                    lex.set_string_allowance(self.lim.max_string_bytes, out.avail());
+                }
+            }
+            Tok::StrBegin { key: true } => {
+                let Some(p) = self.frames.last_mut() else {
+                    return Ok(Step::More);
+                };
+                p.seen += 1;
+                if p.kept >= self.lim.max_map_keys {
+                    self.key_doom = Some(BudgetKind::MapKeys);
+                    lex.stop_keeping();
+                } else {
+                    self.key_doom = None;
+                    self.mark = Some(out.pos());
+                    if p.kept > 0 {
+                        out.byte(b',');
+                    }
+                    out.byte(b'"');
+                    self.check_key(lex, out);
+                }
+            }
+            Tok::StrSpan(a, b) => {
+                if let Some(bytes) = chunk.get(a..b) {
+                    out.write(bytes);
+                }
+                self.check_key(lex, out);
+            }
+            Tok::StrHeld => {
+                out.write(lex.held());
+                self.check_key(lex, out);
+            }
+            Tok::StrEnd => {
+                if self.frames.last().is_some_and(|p| p.obj) && self.mark_is_key(lex) {
+                    return Ok(self.key_end(lex, out, rec));
+                }
+                out.byte(b'"');
+                out.reserved = out.reserved.saturating_sub(1);
+                self.in_str = false;
+                if lex.string_cut() {
+                    let kind = if lex.cut_by_decoded() {
+                        BudgetKind::StringBytes
+                    } else {
+                        BudgetKind::ResultBytes
+                    };
+                    self.record_here(rec, kind, 1);
+                }
+                return Ok(self.value_end(lex, out));
+            }
+            Tok::NumSpan(a, b) => {
+                if !self.in_num {
+                    if !self.start_child(lex, out, 1) {
+                        return Ok(Step::More);
+                    }
+                    self.in_num = true;
+                    if self.mark.is_none() {
+                        self.mark = Some(out.pos());
+                    }
+                }
+                let bytes = chunk.get(a..b).unwrap_or(&[]);
+                if bytes.len() as u64 > out.avail() {
+                    // The number cannot fit whole: it and the rest of its container go.
+                    self.in_num = false;
+                    let m = self.mark.take().unwrap_or(self.value_mark);
+                    out.rollback(m);
+                    if self.frames.is_empty() {
+                        out.rollback(self.value_mark);
+                        lex.skip_one(self.base_depth);
+                        self.skip_why = SkipWhy::Root(BudgetKind::ResultBytes);
+                    } else {
+                        lex.skip_rest(self.top_depth(), 1);
+                        self.skip_why = SkipWhy::Rest(BudgetKind::ResultBytes);
+                    }
+                    return Ok(Step::More);
+                }
+                out.write(bytes);
+                if out.unbounded() {
+                    // Without a ceiling a number is never rolled back: do not hold it.
+                    out.commit();
+                }
+            }
+            Tok::NumEnd => {
+                self.in_num = false;
+                return Ok(self.value_end(lex, out));
+            }
+            Tok::Lit(l) => {
+                let text = l.text();
+                if self.start_child(lex, out, text.len() as u64) {
+                    out.write(text);
+                    return Ok(self.value_end(lex, out));
+                }
+            }
+            Tok::Skipped(n) => return Ok(self.skipped(n, lex, out, rec)),
+            Tok::NeedMore | Tok::Eof => {}
+        }
+        Ok(Step::More)
+    }
+
+    /// Whether the string that just ended is a key (the tokenizer now waits for `:`).
+    fn mark_is_key(&self, lex: &Tokenizer) -> bool {
+        lex.after_key()
+    }
+
+    fn check_key(&mut self, lex: &mut Tokenizer, out: &mut Out) {
+        if !lex.in_key_string() || self.key_doom.is_some() {
+            return;
+        }
+        if out.unbounded() {
+            // Without a ceiling a kept key is never rolled back: do not hold it.
+            out.commit();
+            return;
+        }
+        // A member needs `":` and at least one byte of value after the key.
+        if out.avail() < 3 {
+            if let Some(m) = self.mark.take() {
+                out.rollback(m);
+            }
+            self.key_doom = Some(BudgetKind::ResultBytes);
+            lex.stop_keeping();
+        }
+    }
+
+    fn key_end(&mut self, lex: &mut Tokenizer, out: &mut Out, _rec: &mut Record) -> Step {
+        self.path.push_key(lex.key(), !lex.key_overflowed());
+        if let Some(kind) = self.key_doom.take() {
+            if let Some(m) = self.mark.take() {
+                out.rollback(m);
+            }
+            // The member's value has not started: the skip counts it.
+            lex.skip_rest(self.top_depth(), 0);
+            self.skip_why = SkipWhy::Rest(kind);
+            return Step::More;
+        }
+        out.write(b"\":");
+        if let Some(p) = self.frames.last_mut() {
+            p.kept += 1;
+        }
+        Step::More
+    }
+
+    fn skipped(&mut self, n: u64, lex: &mut Tokenizer, out: &mut Out, rec: &mut Record) -> Step {
+        let why = std::mem::replace(&mut self.skip_why, SkipWhy::None);
+        match why {
+            SkipWhy::None => {}
+            SkipWhy::ListTail => {
+                if let Some(p) = self.frames.last() {
+                    let (len, ovf) = (self.path.len(), self.path.overflowed());
+                    self.path.push_index(p.seen);
+                    rec.add(BudgetKind::ListItems, n, self.path.get());
+                    self.path.truncate(len, ovf);
+                }
+            }
+            SkipWhy::Rest(kind) => {
+                self.record_here(rec, kind, n);
+                if let Some(p) = self.frames.last() {
+                    self.path.truncate(p.path_len, p.path_ovf);
+                }
+            }
+            SkipWhy::Emptied => {
+                if n > 0 {
+                    self.record_here(rec, BudgetKind::Depth, 1);
+                }
+            }
+            SkipWhy::Root(kind) => {
+                self.record_here(rec, kind, 1);
+                out.rollback(self.value_mark);
+                let _ = lex;
+                return Step::Omitted;
+            }
+        }
+        Step::More
+    }
+}
+
+/// Whether the last [`Budget::feed`] completed the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// More input is needed (or allowed: trailing whitespace).
+    NeedInput,
+    /// The top-level value is complete; only whitespace may follow.
+    Complete,
+}
+
+/// Budget one JSON document, pushed in chunks of any size.
+///
+/// ```
+/// use resultbudget::{Budget, Limits};
+/// let mut b = Budget::new(Limits { max_list_items: 2, ..Limits::UNLIMITED }).unwrap();
+/// let mut out = Vec::new();
+/// b.feed(b"[1,2,", &mut out).unwrap();
+/// b.feed(b"3,4]", &mut out).unwrap();
+/// let rec = b.finish(&mut out).unwrap();
+/// assert_eq!(out, b"[1,2]");
+/// assert_eq!(rec.omitted_count(), 2);
+/// ```
+#[derive(Debug)]
+pub struct Budget {
+    lex: Tokenizer,
+    out: Out,
+    vb: ValueBudget,
+    rec: Record,
+    done: bool,
+}
+
+impl Budget {
+    /// A budget with these limits (an error message if they are unusable).
+    pub fn new(lim: Limits) -> Result<Budget, String> {
+        lim.validate()?;
+        let mut b = Budget {
+            lex: Tokenizer::new(lim.max_nesting),
+            out: Out::default(),
+            vb: ValueBudget::new(lim),
+            rec: Record::new(),
+            done: false,
+        };
+        b.reset();
+        Ok(b)
+    }
+
+    /// Start a new document with the same limits, keeping allocations.
+    pub fn reset(&mut self) {
+        self.lex.reset();
+        self.out.reset();
+        self.rec.reset();
+        self.done = false;
+        let lim = *self.vb.limits();
+        self.out.open_scope(0, lim.max_result_bytes);
+        self.vb.begin(lim, &PointerBuf::new(), 0, 0);
+    }
+
+    /// The record so far (complete after [`Budget::finish`]).
+    pub fn record(&self) -> &Record {
+        &self.rec
+    }
+
+    fn step(&mut self, tok: Tok, chunk: &[u8]) -> Result<(), Error> {
+        if self.done {
+            return Ok(());
+        }
+        match self
+            .vb
+            .token(tok, chunk, &mut self.lex, &mut self.out, &mut self.rec)?
+        {
+            Step::More => {}
+            Step::Done => self.done = true,
+            Step::Omitted => {
+                // Not even the smallest form fitted (a long top-level number):
+                // a valid stand-in that always fits the minimum ceiling.
+                self.out.write(b"null");
+                self.out.commit();
+                self.done = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Push the next chunk; committed output is appended to `out`.
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Status, Error> {
+        let mut pos = 0;
+        loop {
+            let tok = self.lex.next(input, &mut pos)?;
+            if tok == Tok::NeedMore {
+                break;
+            }
+            self.step(tok, input)?;
+        }
+        self.out.drain_into(out);
+        Ok(if self.done {
+            Status::Complete
+        } else {
+            Status::NeedInput
+        })
+    }
+
+    /// After an error: close every open string and container so that what was
+    /// written so far plus what this appends is one valid JSON value (`null` if
+    /// nothing was written). Marks nothing in the record; the caller reports the error.
+    pub fn abort(&mut self, out: &mut Vec<u8>) {
+        if !self.done {
+            if !self.vb.close_open(&mut self.out) {
+                self.out.write(b"null");
+            }
+            self.done = true;
+        }
+        self.out.commit();
+        self.out.drain_into(out);
+    }
+
+    /// The input has ended: flush the rest and return the record. An error
+    /// here is [`Error::is_incomplete`] when the value was cut short.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<&Record, Error> {
+        loop {
+            let tok = self.lex.next_eof()?;
+            if tok == Tok::Eof {
+                break;
+            }
+            self.step(tok, &[])?;
+        }
+        self.out.commit();
+        self.out.drain_into(out);
+        Ok(&self.rec)
+    }
+}

@@ -1,0 +1,16 @@
+//! resultbudget: a zero-copy streaming budget engine for MCP tool results.
+//!
+//! Data flows one way: bytes → [`tokenizer`] → policy ([`budget`]) → output.
+
+pub mod budget;
+pub mod cli;
+pub mod error;
+pub mod limits;
+mod out;
+pub mod record;
+pub mod tokenizer;
+
+pub use budget::{Budget, Status};
+pub use error::{Error, ErrorKind};
+pub use limits::Limits;
+pub use record::{BudgetKind, Record};

@@ -1,0 +1,155 @@
+//! The output side shared by every policy: a bounded buffer of bytes not yet
+//! handed to the caller, split into a committed prefix and a tentative tail
+//! that can be rolled back, plus the byte accounting that every ceiling uses.
+//!
+//! Positions are absolute stream positions (bytes ever written), so marks stay
+//! valid while committed bytes are handed out.
+
+/// A byte ceiling over part of the output.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scope {
+    /// Absolute position the scope's bytes may not pass.
+    pub end: u64,
+    /// `Out::reserved` when the scope opened: reserves made outside it do not count.
+    pub reserved_base: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Out {
+    buf: Vec<u8>,
+    /// Absolute position of `buf[0]`.
+    base: u64,
+    /// Absolute position up to which bytes are final.
+    commit: u64,
+    /// Bytes owed later (closing brackets and quotes, the truncation record).
+    pub reserved: u64,
+    /// While set, nothing at or after this position is committed.
+    hold: Option<u64>,
+    scopes: [Option<Scope>; 2],
+}
+
+impl Out {
+    /// Total bytes written so far (committed or not).
+    #[inline]
+    pub fn pos(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    #[inline]
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    #[inline]
+    pub fn byte(&mut self, b: u8) {
+        self.buf.push(b);
+    }
+
+    /// Bytes that may still be written inside every open scope, after the reserves.
+    #[inline]
+    pub fn avail(&self) -> u64 {
+        let pos = self.pos();
+        let mut a = u64::MAX;
+        for s in self.scopes.iter().flatten() {
+            let owed = self.reserved.saturating_sub(s.reserved_base);
+            a = a.min(s.end.saturating_sub(pos).saturating_sub(owed));
+        }
+        a
+    }
+
+    /// Whether no byte ceiling is open (nothing written can ever need a rollback
+    /// for lack of room).
+    #[inline]
+    pub fn unbounded(&self) -> bool {
+        self.scopes.iter().all(|s| s.is_none())
+    }
+
+    /// Open a scope of `limit` bytes starting here (slot 0 outer, 1 inner).
+    pub fn open_scope(&mut self, slot: usize, limit: u64) {
+        let end = self.pos().saturating_add(limit);
+        if let Some(s) = self.scopes.get_mut(slot) {
+            *s = Some(Scope {
+                end,
+                reserved_base: self.reserved,
+            });
+        }
+    }
+
+    pub fn close_scope(&mut self, slot: usize) {
+        if let Some(s) = self.scopes.get_mut(slot) {
+            *s = None;
+        }
+    }
+
+    /// Everything written so far is final (up to a hold).
+    #[inline]
+    pub fn commit(&mut self) {
+        let p = self.pos();
+        self.commit = match self.hold {
+            Some(h) => h.min(p),
+            None => p,
+        };
+    }
+
+    /// Drop everything written after `mark` (which must not be committed).
+    pub fn rollback(&mut self, mark: u64) {
+        let keep = mark.max(self.commit).saturating_sub(self.base) as usize;
+        self.buf.truncate(keep);
+    }
+
+    /// Stop committing at the current position until `release`.
+    pub fn hold_here(&mut self) -> u64 {
+        let p = self.pos();
+        if self.hold.is_none() {
+            self.hold = Some(p);
+        }
+        p
+    }
+
+    pub fn release(&mut self) {
+        self.hold = None;
+    }
+
+    pub fn is_held(&self) -> bool {
+        self.hold.is_some()
+    }
+
+    /// The uncommitted bytes from absolute position `from` on.
+    pub fn tail_from(&self, from: u64) -> &[u8] {
+        let i = from.saturating_sub(self.base) as usize;
+        self.buf.get(i..).unwrap_or(&[])
+    }
+
+    /// Insert `bytes` at absolute position `at` (which must not be committed).
+    pub fn insert(&mut self, at: u64, bytes: &[u8]) {
+        let i = (at.max(self.commit).saturating_sub(self.base) as usize).min(self.buf.len());
+        self.buf.splice(i..i, bytes.iter().copied());
+    }
+
+    /// Hand the committed bytes to `dst`.
+    pub fn drain_into(&mut self, dst: &mut Vec<u8>) {
+        let n = (self.commit - self.base) as usize;
+        if n == 0 {
+            return;
+        }
+        if let Some(ready) = self.buf.get(..n) {
+            dst.extend_from_slice(ready);
+        }
+        if n == self.buf.len() {
+            self.buf.clear();
+        } else {
+            self.buf.drain(..n);
+        }
+        self.base += n as u64;
+    }
+
+    /// Forget all state but keep the allocation.
+    pub fn reset(&mut self) {
+        self.buf.clear();
+        self.base = 0;
+        self.commit = 0;
+        self.reserved = 0;
+        self.hold = None;
+        self.scopes = [None, None];
+    }
+}

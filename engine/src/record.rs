@@ -1,0 +1,328 @@
+//! The truncation record: what was cut, built while the value streams.
+//!
+//! Its size is bounded: at most [`MAX_PATHS`] pointers are listed, each at most
+//! [`MAX_PATH_BYTES`] encoded bytes; further cut sites are only counted.
+
+/// Pointers listed in `omitted_paths` at most.
+pub const MAX_PATHS: usize = 16;
+/// Encoded bytes (inside the JSON string) of one listed pointer at most.
+pub const MAX_PATH_BYTES: usize = 256;
+
+/// Which limit made a cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BudgetKind {
+    ListItems,
+    MapKeys,
+    StringBytes,
+    Depth,
+    ResultBytes,
+    ContentBlocks,
+    TextBytes,
+    TextBlockBytes,
+    StructuredBytes,
+    NonStandardField,
+    Blob,
+}
+
+impl BudgetKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetKind::ListItems => "list_items",
+            BudgetKind::MapKeys => "map_keys",
+            BudgetKind::StringBytes => "string_bytes",
+            BudgetKind::Depth => "depth",
+            BudgetKind::ResultBytes => "result_bytes",
+            BudgetKind::ContentBlocks => "content_blocks",
+            BudgetKind::TextBytes => "text_bytes",
+            BudgetKind::TextBlockBytes => "text_block_bytes",
+            BudgetKind::StructuredBytes => "structured_bytes",
+            BudgetKind::NonStandardField => "nonstandard_field",
+            BudgetKind::Blob => "blob",
+        }
+    }
+}
+
+/// What a budget cut, exactly.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    omitted_count: u64,
+    kind: Option<BudgetKind>,
+    /// Listed pointers, each already a JSON string with quotes, comma-separated.
+    paths: Vec<u8>,
+    listed: usize,
+    unlisted: u64,
+}
+
+impl Record {
+    pub fn new() -> Record {
+        Record {
+            paths: Vec::with_capacity(MAX_PATHS * (MAX_PATH_BYTES + 3)),
+            ..Record::default()
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.omitted_count = 0;
+        self.kind = None;
+        self.paths.clear();
+        self.listed = 0;
+        self.unlisted = 0;
+    }
+
+    /// Whether anything was cut.
+    pub fn truncated(&self) -> bool {
+        self.omitted_count > 0
+    }
+
+    /// The first limit that cut.
+    pub fn budget_kind(&self) -> Option<BudgetKind> {
+        self.kind
+    }
+
+    /// Omitted values: list items + object members + cut strings + emptied containers
+    /// (+ dropped fields and blocks in an MCP result).
+    pub fn omitted_count(&self) -> u64 {
+        self.omitted_count
+    }
+
+    /// Cut sites that were not listed in `omitted_paths` (over the count or size cap).
+    pub fn omitted_paths_unlisted(&self) -> u64 {
+        self.unlisted
+    }
+
+    /// Record a cut site. `path` is an encoded pointer (see [`PointerBuf`]), or
+    /// `None` when it could not be rendered exactly (over the size cap).
+    pub fn add(&mut self, kind: BudgetKind, count: u64, path: Option<&[u8]>) {
+        if count == 0 {
+            return;
+        }
+        self.omitted_count += count;
+        if self.kind.is_none() {
+            self.kind = Some(kind);
+        }
+        match path {
+            Some(p) if self.listed < MAX_PATHS && p.len() <= MAX_PATH_BYTES => {
+                if self.listed > 0 {
+                    self.paths.push(b',');
+                }
+                self.paths.push(b'"');
+                self.paths.extend_from_slice(p);
+                self.paths.push(b'"');
+                self.listed += 1;
+            }
+            _ => self.unlisted += 1,
+        }
+    }
+
+    /// Add the counts of another record (used when a layer keeps its own record).
+    pub fn merge(&mut self, other: &Record) {
+        if other.omitted_count == 0 {
+            return;
+        }
+        self.omitted_count += other.omitted_count;
+        if self.kind.is_none() {
+            self.kind = other.kind;
+        }
+        self.unlisted += other.unlisted;
+        // Re-list other's paths as far as room allows.
+        let mut rest = other.paths.as_slice();
+        while !rest.is_empty() {
+            // Each entry is "…" possibly followed by a comma; entries contain no raw '"'
+            // except escaped ones, so find the closing quote that is not escaped.
+            let Some(end) = closing_quote(rest) else {
+                break;
+            };
+            let entry = rest.get(1..end).unwrap_or(&[]);
+            if self.listed < MAX_PATHS {
+                if self.listed > 0 {
+                    self.paths.push(b',');
+                }
+                self.paths.push(b'"');
+                self.paths.extend_from_slice(entry);
+                self.paths.push(b'"');
+                self.listed += 1;
+            } else {
+                self.unlisted += 1;
+            }
+            rest = rest.get(end + 2..).unwrap_or(&[]);
+        }
+    }
+
+    /// Write the record's fields (without braces), e.g. for merging into an object.
+    pub fn write_fields(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"\"truncated\":");
+        out.extend_from_slice(if self.truncated() { b"true" } else { b"false" });
+        out.extend_from_slice(b",\"budget_kind\":");
+        match self.kind {
+            Some(k) => {
+                out.push(b'"');
+                out.extend_from_slice(k.as_str().as_bytes());
+                out.push(b'"');
+            }
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"omitted_count\":");
+        push_u64(out, self.omitted_count);
+        out.extend_from_slice(b",\"omitted_paths\":[");
+        out.extend_from_slice(&self.paths);
+        out.extend_from_slice(b"],\"omitted_paths_unlisted\":");
+        push_u64(out, self.unlisted);
+    }
+
+    /// The record as one JSON object.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(128 + self.paths.len());
+        v.push(b'{');
+        self.write_fields(&mut v);
+        v.push(b'}');
+        v
+    }
+
+    /// The most bytes `write_fields` can produce.
+    pub const MAX_FIELDS_LEN: usize = {
+        let fixed = "\"truncated\":false,\"budget_kind\":\"nonstandard_field\",\"omitted_count\":18446744073709551615,\"omitted_paths\":[],\"omitted_paths_unlisted\":18446744073709551615".len();
+        fixed + MAX_PATHS * (MAX_PATH_BYTES + 3)
+    };
+
+    /// The fields' size without any path, worst case (for reserving room).
+    pub const BASE_FIELDS_LEN: usize = Record::MAX_FIELDS_LEN - MAX_PATHS * (MAX_PATH_BYTES + 3);
+
+    /// Encoded bytes the listed paths take now (with quotes and commas).
+    pub fn paths_len(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Whether another path could still be listed.
+    pub fn can_list_more(&self) -> bool {
+        self.listed < MAX_PATHS
+    }
+}
+
+fn closing_quote(s: &[u8]) -> Option<usize> {
+    let mut i = 1;
+    while let Some(&b) = s.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Append the decimal digits of `v`.
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        if let Some(d) = tmp.get_mut(i) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(tmp.get(i..).unwrap_or(&[]));
+}
+
+/// A JSON Pointer (RFC 6901) under construction, kept in its JSON-string-encoded
+/// form, capped at [`MAX_PATH_BYTES`]; past the cap it is marked overflowed.
+#[derive(Debug, Clone, Default)]
+pub struct PointerBuf {
+    buf: Vec<u8>,
+    overflow: bool,
+}
+
+impl PointerBuf {
+    pub fn new() -> PointerBuf {
+        PointerBuf {
+            buf: Vec::with_capacity(MAX_PATH_BYTES + 32),
+            overflow: false,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.overflow = false;
+    }
+
+    pub fn set(&mut self, other: &PointerBuf) {
+        self.buf.clear();
+        self.buf.extend_from_slice(&other.buf);
+        self.overflow = other.overflow;
+    }
+
+    /// The encoded pointer, or `None` if it overflowed.
+    pub fn get(&self) -> Option<&[u8]> {
+        (!self.overflow).then_some(self.buf.as_slice())
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub fn truncate(&mut self, len: usize, overflow: bool) {
+        self.buf.truncate(len);
+        self.overflow = overflow;
+    }
+
+    pub fn overflowed(&self) -> bool {
+        self.overflow
+    }
+
+    fn check(&mut self) {
+        if self.buf.len() > MAX_PATH_BYTES {
+            self.buf.truncate(MAX_PATH_BYTES);
+            self.overflow = true;
+        }
+    }
+
+    /// Append `/index`.
+    pub fn push_index(&mut self, index: u64) {
+        if self.overflow {
+            return;
+        }
+        self.buf.push(b'/');
+        push_u64(&mut self.buf, index);
+        self.check();
+    }
+
+    /// Append `/key` for a decoded key; `complete` false marks it overflowed
+    /// (a key longer than the tokenizer keeps cannot be pointed at exactly).
+    pub fn push_key(&mut self, key: &[u8], complete: bool) {
+        if self.overflow {
+            return;
+        }
+        if !complete {
+            self.overflow = true;
+            return;
+        }
+        self.buf.push(b'/');
+        for &b in key {
+            match b {
+                b'~' => self.buf.extend_from_slice(b"~0"),
+                b'/' => self.buf.extend_from_slice(b"~1"),
+                b'"' => self.buf.extend_from_slice(b"\\\""),
+                b'\\' => self.buf.extend_from_slice(b"\\\\"),
+                0..=0x1F => {
+                    const HEX: &[u8; 16] = b"0123456789abcdef";
+                    self.buf.extend_from_slice(b"\\u00");
+                    self.buf.push(HEX[(b >> 4) as usize]);
+                    self.buf.push(HEX[(b & 15) as usize]);
+                }
+                _ => self.buf.push(b),
+            }
+            if self.buf.len() > MAX_PATH_BYTES {
+                break;
+            }
+        }
+        self.check();
+    }
+}

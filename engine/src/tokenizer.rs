@@ -1,0 +1,1052 @@
+//! A push tokenizer for strict RFC 8259 JSON.
+//!
+//! The caller feeds chunks split at any byte and pulls one [`Tok`] at a time
+//! with [`Tokenizer::next`]; spans in tokens are ranges of the chunk being fed,
+//! so nothing is copied. [`Tok::NeedMore`] means the chunk is used up; the end of
+//! input is announced with [`Tokenizer::next_eof`].
+//!
+//! Memory is fixed: the container stack is preallocated to the depth limit, a
+//! string's state is a few counters plus a 12-byte carry for an escape or UTF-8
+//! sequence split across chunks, and a key's decoded prefix is capped at
+//! [`KEY_CAP`] bytes. Nothing grows with the size of a string, number or document.
+//!
+//! Strings are scanned by *units*: one ASCII byte, one UTF-8 sequence, one
+//! escape, or one escaped surrogate pair. A policy may give a string an
+//! allowance (decoded bytes and encoded bytes); the tokenizer then emits only the
+//! longest prefix of whole units within it and keeps validating the rest, so a
+//! cut never lands inside a UTF-8 sequence, an escape or a surrogate pair.
+//!
+//! A policy may also ask it to skip: the rest of the current container
+//! ([`Tokenizer::skip_rest`]) or one value ([`Tokenizer::skip_one`]). Skipped
+//! bytes are still validated; no tokens are emitted for them, and the number of
+//! values skipped at the container's level is reported in [`Tok::Skipped`].
+
+use crate::error::{Error, ErrorKind};
+
+/// Default limit on container nesting accepted by the tokenizer.
+///
+/// Protects: the tokenizer's stack (one byte per level, preallocated) and every
+/// layer above it that keeps per-level state. Does not bound: how deep the
+/// *output* is (that is the budget's `max_depth`), nor time or input size.
+/// Documents deeper than this are refused with [`ErrorKind::TooDeep`], never cut.
+pub const DEFAULT_MAX_NESTING: u32 = 1024;
+
+/// How many decoded bytes of a key are kept for matching and for JSON Pointers.
+pub const KEY_CAP: usize = 128;
+
+/// The tokens a policy sees. Spans index the chunk passed to [`Tokenizer::next`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tok {
+    /// The chunk is used up; feed the next one (or call `next_eof`).
+    NeedMore,
+    BeginObject,
+    EndObject,
+    BeginArray,
+    EndArray,
+    /// A string starts; `key` says whether it is an object key.
+    StrBegin {
+        key: bool,
+    },
+    /// Raw (still JSON-encoded) bytes of whole kept units, `chunk[a..b]`.
+    StrSpan(usize, usize),
+    /// One kept unit that was split across chunks: its bytes are in [`Tokenizer::held`].
+    StrHeld,
+    /// The closing quote was consumed. [`Tokenizer::string_cut`] says whether
+    /// units were left out; [`Tokenizer::string_decoded_len`] gives the full length.
+    StrEnd,
+    /// Raw bytes of a number, `chunk[a..b]`.
+    NumSpan(usize, usize),
+    /// The number ended (its terminator is not consumed).
+    NumEnd,
+    /// A complete `true`, `false` or `null`.
+    Lit(Lit),
+    /// The input ended after one complete value (from `next_eof` only).
+    Eof,
+    /// A skip ended; the payload is how many values were skipped at the skip's level
+    /// (for [`Tokenizer::skip_rest`], the container's remaining items or members plus
+    /// the initial count; for [`Tokenizer::skip_one`], 1).
+    Skipped(u64),
+}
+
+/// The three literal names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lit {
+    True,
+    False,
+    Null,
+}
+
+impl Lit {
+    /// The literal's exact spelling.
+    pub fn text(self) -> &'static [u8] {
+        match self {
+            Lit::True => b"true",
+            Lit::False => b"false",
+            Lit::Null => b"null",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// A value must come (document start, after `,` in an array, after `:`).
+    Value,
+    /// After `[`: a value or `]`.
+    ArrFirst,
+    /// After `{`: a key or `}`.
+    ObjFirst,
+    /// After `,` in an object: a key.
+    ObjKey,
+    /// After a key: `:`.
+    Colon,
+    /// After a value inside a container: `,` or the closer.
+    After,
+    /// After the top-level value: whitespace only.
+    Done,
+    Str,
+    Num(NumSt),
+    Lit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NumSt {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+impl NumSt {
+    fn can_end(self) -> bool {
+        matches!(
+            self,
+            NumSt::Zero | NumSt::Int | NumSt::Frac | NumSt::ExpDigits
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Esc {
+    None,
+    /// After `\`.
+    Backslash,
+    /// Reading the `n`-th hex digit (0..4) of a `\u` escape.
+    Hex(u8),
+    /// After a high surrogate: need `\`.
+    LowBackslash,
+    /// After a high surrogate and `\`: need `u`.
+    LowU,
+    /// Reading the `n`-th hex digit of the low surrogate.
+    LowHex(u8),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Skip {
+    /// The depth whose level is counted and whose end stops the skip.
+    depth: u32,
+    count: u64,
+    /// `skip_one`: stop when one value at `depth` completes.
+    one: bool,
+}
+
+/// Byte classes inside strings: 0 = plain ASCII, 1 = `"`, 2 = `\`, 3 = control, 4 = non-ASCII.
+static STR_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = if i < 0x20 {
+            3
+        } else if i == b'"' as usize {
+            1
+        } else if i == b'\\' as usize {
+            2
+        } else if i >= 0x80 {
+            4
+        } else {
+            0
+        };
+        i += 1;
+    }
+    t
+};
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline]
+fn hex_val(b: u8) -> Option<u32> {
+    match b {
+        b'0'..=b'9' => Some((b - b'0') as u32),
+        b'a'..=b'f' => Some((b - b'a' + 10) as u32),
+        b'A'..=b'F' => Some((b - b'A' + 10) as u32),
+        _ => None,
+    }
+}
+
+/// Length, and the allowed range of the first continuation byte, for a UTF-8 lead byte.
+#[inline]
+fn utf8_lead(b: u8) -> Option<(u8, u8, u8)> {
+    match b {
+        0xC2..=0xDF => Some((1, 0x80, 0xBF)),
+        0xE0 => Some((2, 0xA0, 0xBF)),
+        0xE1..=0xEC | 0xEE..=0xEF => Some((2, 0x80, 0xBF)),
+        0xED => Some((2, 0x80, 0x9F)),
+        0xF0 => Some((3, 0x90, 0xBF)),
+        0xF1..=0xF3 => Some((3, 0x80, 0xBF)),
+        0xF4 => Some((3, 0x80, 0x8F)),
+        _ => None,
+    }
+}
+
+/// Encode a scalar value as UTF-8 into `out`, returning the length.
+fn encode_utf8(cp: u32, out: &mut [u8; 4]) -> usize {
+    char::from_u32(cp).map_or(0, |c| c.encode_utf8(out).len())
+}
+
+/// The push tokenizer. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct Tokenizer {
+    state: State,
+    /// Containers open now.
+    depth: u32,
+    max_depth: u32,
+    /// One entry per open container: true for an object.
+    stack: Vec<bool>,
+    /// Absolute offset of byte 0 of the current chunk.
+    base: u64,
+    skip: Option<Skip>,
+    ended: bool,
+
+    // --- string state ---
+    in_key: bool,
+    keep: bool,
+    cut: bool,
+    /// The cut happened because the decoded allowance ran out (else the encoded one).
+    cut_by_dec: bool,
+    allow_dec: u64,
+    allow_enc: u64,
+    dec_total: u64,
+    esc: Esc,
+    utf_need: u8,
+    utf_lo: u8,
+    utf_hi: u8,
+    /// Code point of the `\u` escape being read (or the high surrogate).
+    cp: u32,
+    low: u32,
+    /// Bytes of the current multi-byte unit seen in earlier chunks, then (once the
+    /// unit completes) the whole unit when it is kept.
+    held: [u8; 12],
+    held_len: u8,
+    /// The current multi-byte unit began in an earlier chunk.
+    unit_from_prev: bool,
+    /// Start of the current multi-byte unit in this chunk (valid when !unit_from_prev).
+    unit_start: usize,
+    key_buf: [u8; KEY_CAP],
+    key_len: u64,
+
+    // --- number and literal state ---
+    /// The number's first byte was classified by `start_value` but not consumed.
+    num_first: bool,
+    lit: Lit,
+    lit_pos: u8,
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Tokenizer::new(DEFAULT_MAX_NESTING)
+    }
+}
+
+impl Tokenizer {
+    /// A tokenizer refusing containers nested deeper than `max_nesting` (at least 1).
+    pub fn new(max_nesting: u32) -> Tokenizer {
+        let max_depth = max_nesting.max(1);
+        Tokenizer {
+            state: State::Value,
+            depth: 0,
+            max_depth,
+            stack: Vec::with_capacity(max_depth as usize),
+            base: 0,
+            skip: None,
+            ended: false,
+            in_key: false,
+            keep: true,
+            cut: false,
+            cut_by_dec: false,
+            allow_dec: u64::MAX,
+            allow_enc: u64::MAX,
+            dec_total: 0,
+            esc: Esc::None,
+            utf_need: 0,
+            utf_lo: 0,
+            utf_hi: 0,
+            cp: 0,
+            low: 0,
+            held: [0; 12],
+            held_len: 0,
+            unit_from_prev: false,
+            unit_start: 0,
+            key_buf: [0; KEY_CAP],
+            key_len: 0,
+            num_first: false,
+            lit: Lit::Null,
+            lit_pos: 0,
+        }
+    }
+
+    /// Back to the start of a new document, keeping the allocation.
+    pub fn reset(&mut self) {
+        let max = self.max_depth;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        *self = Tokenizer {
+            stack,
+            ..Tokenizer::new(max)
+        };
+    }
+
+    /// Open containers at this point.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Whether the innermost open container is an object.
+    pub fn in_object(&self) -> bool {
+        self.stack.last().copied().unwrap_or(false)
+    }
+
+    /// Absolute offset of the next byte to be read from the current chunk,
+    /// given the position in it.
+    pub fn offset_at(&self, pos: usize) -> u64 {
+        self.base + pos as u64
+    }
+
+    /// Bytes consumed in earlier chunks (the absolute offset of this chunk's byte 0).
+    pub fn chunk_base(&self) -> u64 {
+        self.base
+    }
+
+    /// Whether the top-level value is complete (only whitespace may follow).
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// Whether an object key's closing quote was just consumed (`:` comes next).
+    pub fn after_key(&self) -> bool {
+        self.state == State::Colon
+    }
+
+    /// Whether the string being scanned is an object key.
+    pub fn in_key_string(&self) -> bool {
+        self.state == State::Str && self.in_key
+    }
+
+    /// Whether a skip is in progress.
+    pub fn is_skipping(&self) -> bool {
+        self.skip.is_some()
+    }
+
+    /// The kept unit announced by [`Tok::StrHeld`].
+    pub fn held(&self) -> &[u8] {
+        &self.held[..self.held_len as usize]
+    }
+
+    /// After [`Tok::StrBegin`]: keep at most `dec` decoded and `enc` encoded bytes
+    /// of this string, in whole units. The default is unlimited.
+    pub fn set_string_allowance(&mut self, dec: u64, enc: u64) {
+        self.allow_dec = dec;
+        self.allow_enc = enc;
+    }
+
+    /// Whether the string's cut came from the decoded-bytes allowance (rather
+    /// than the encoded one).
+    pub fn cut_by_decoded(&self) -> bool {
+        self.cut_by_dec
+    }
+
+    /// Whether units of the current (or just ended) string were left out.
+    pub fn string_cut(&self) -> bool {
+        self.cut
+    }
+
+    /// Decoded UTF-8 length of the current string so far (after `StrEnd`: all of it).
+    pub fn string_decoded_len(&self) -> u64 {
+        self.dec_total
+    }
+
+    /// The decoded key (its first [`KEY_CAP`] bytes) after `StrEnd` of a key.
+    pub fn key(&self) -> &[u8] {
+        let n = (self.key_len as usize).min(KEY_CAP);
+        &self.key_buf[..n]
+    }
+
+    /// Whether the key was longer than [`KEY_CAP`] decoded bytes.
+    pub fn key_overflowed(&self) -> bool {
+        self.key_len > KEY_CAP as u64
+    }
+
+    /// Stop keeping the current string: the rest is validated but not emitted.
+    pub fn stop_keeping(&mut self) {
+        self.keep = false;
+    }
+
+    /// Skip the rest of the container open at `depth` (its closer is then
+    /// emitted as usual, after [`Tok::Skipped`]). `initial` is added to the count,
+    /// for a value already started at that level. Must be called with
+    /// `1 <= depth <= self.depth()`.
+    pub fn skip_rest(&mut self, depth: u32, initial: u64) {
+        self.keep = false;
+        self.skip = Some(Skip {
+            depth,
+            count: initial,
+            one: false,
+        });
+    }
+
+    /// Skip the value that starts next (or is in progress) at level `depth`
+    /// (the depth of its parent container; 0 for the top-level value).
+    pub fn skip_one(&mut self, depth: u32) {
+        self.keep = false;
+        self.skip = Some(Skip {
+            depth,
+            count: 1,
+            one: true,
+        });
+    }
+
+    #[inline]
+    fn err(&self, kind: ErrorKind, pos: usize) -> Error {
+        Error::new(kind, self.base + pos as u64)
+    }
+
+    /// A value just completed (its last byte consumed, or a number's terminator seen).
+    /// Returns the `Skipped` token that ends a `skip_one`, if any.
+    #[inline]
+    fn value_done(&mut self) -> Option<Tok> {
+        self.state = if self.depth == 0 {
+            State::Done
+        } else {
+            State::After
+        };
+        if let Some(s) = self.skip {
+            if s.one && s.depth == self.depth {
+                self.skip = None;
+                return Some(Tok::Skipped(1));
+            }
+        }
+        None
+    }
+
+    /// A value starts at the current depth: count it for a `skip_rest`.
+    #[inline]
+    fn value_start(&mut self) {
+        if let Some(s) = &mut self.skip {
+            if !s.one && s.depth == self.depth {
+                s.count += 1;
+            }
+        }
+    }
+
+    fn begin_string(&mut self, key: bool) {
+        self.state = State::Str;
+        self.in_key = key;
+        self.keep = self.skip.is_none();
+        self.cut = false;
+        self.cut_by_dec = false;
+        self.allow_dec = u64::MAX;
+        self.allow_enc = u64::MAX;
+        self.dec_total = 0;
+        self.esc = Esc::None;
+        self.utf_need = 0;
+        self.held_len = 0;
+        self.unit_from_prev = false;
+        self.key_len = 0;
+    }
+
+    #[inline]
+    fn push_key_bytes(&mut self, bytes: &[u8]) {
+        let have = self.key_len.min(KEY_CAP as u64) as usize;
+        let room = KEY_CAP - have;
+        let n = bytes.len().min(room);
+        if let (Some(dst), Some(src)) = (self.key_buf.get_mut(have..have + n), bytes.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.key_len += bytes.len() as u64;
+    }
+
+    /// Pull the next token from `chunk`, starting at `*pos`.
+    pub fn next(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Tok, Error> {
+        if self.ended {
+            return Err(self.err(ErrorKind::Misuse, *pos));
+        }
+        loop {
+            match self.state {
+                State::Str => {
+                    if let Some(t) = self.scan_string(chunk, pos)? {
+                        return Ok(t);
+                    }
+                }
+                State::Num(st) => {
+                    if let Some(t) = self.scan_number(chunk, pos, st)? {
+                        return Ok(t);
+                    }
+                }
+                State::Lit => {
+                    if let Some(t) = self.scan_literal(chunk, pos)? {
+                        return Ok(t);
+                    }
+                }
+                _ => {
+                    // Structural states: skip whitespace, then one byte decides.
+                    let mut i = *pos;
+                    while let Some(&b) = chunk.get(i) {
+                        if !is_ws(b) {
+                            break;
+                        }
+                        i += 1;
+                    }
+                    *pos = i;
+                    let Some(&b) = chunk.get(i) else {
+                        self.base += chunk.len() as u64;
+                        *pos = 0;
+                        return Ok(Tok::NeedMore);
+                    };
+                    if let Some(t) = self.structural(b, i, pos)? {
+                        return Ok(t);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handle one non-whitespace byte in a structural state.
+    fn structural(&mut self, b: u8, i: usize, pos: &mut usize) -> Result<Option<Tok>, Error> {
+        match self.state {
+            State::Value | State::ArrFirst => {
+                if b == b']' && self.state == State::ArrFirst {
+                    return self.close(false, i, pos);
+                }
+                self.start_value(b, i, pos)
+            }
+            State::ObjFirst | State::ObjKey => {
+                if b == b'}' && self.state == State::ObjFirst {
+                    return self.close(true, i, pos);
+                }
+                if b != b'"' {
+                    return Err(self.err(ErrorKind::UnexpectedByte, i));
+                }
+                *pos = i + 1;
+                self.begin_string(true);
+                if self.skip.is_some() {
+                    Ok(None)
+                } else {
+                    Ok(Some(Tok::StrBegin { key: true }))
+                }
+            }
+            State::Colon => {
+                if b != b':' {
+                    return Err(self.err(ErrorKind::UnexpectedByte, i));
+                }
+                *pos = i + 1;
+                self.state = State::Value;
+                Ok(None)
+            }
+            State::After => {
+                let obj = self.in_object();
+                match b {
+                    b',' => {
+                        *pos = i + 1;
+                        self.state = if obj { State::ObjKey } else { State::Value };
+                        Ok(None)
+                    }
+                    b']' if !obj => self.close(false, i, pos),
+                    b'}' if obj => self.close(true, i, pos),
+                    _ => Err(self.err(ErrorKind::UnexpectedByte, i)),
+                }
+            }
+            State::Done => Err(self.err(ErrorKind::TrailingData, i)),
+            State::Str | State::Num(_) | State::Lit => Err(self.err(ErrorKind::Misuse, i)),
+        }
+    }
+
+    fn close(&mut self, obj: bool, i: usize, pos: &mut usize) -> Result<Option<Tok>, Error> {
+        if let Some(s) = self.skip {
+            if !s.one && s.depth == self.depth {
+                // The skipped container ends here: report, and emit its closer next.
+                self.skip = None;
+                return Ok(Some(Tok::Skipped(s.count)));
+            }
+        }
+        *pos = i + 1;
+        self.stack.pop();
+        self.depth -= 1;
+        let skipped = self.value_done();
+        if skipped.is_some() {
+            return Ok(skipped);
+        }
+        if self.skip.is_some() {
+            return Ok(None);
+        }
+        Ok(Some(if obj { Tok::EndObject } else { Tok::EndArray }))
+    }
+
+    fn start_value(&mut self, b: u8, i: usize, pos: &mut usize) -> Result<Option<Tok>, Error> {
+        self.value_start();
+        let emit = self.skip.is_none();
+        match b {
+            b'"' => {
+                *pos = i + 1;
+                self.begin_string(false);
+                Ok(emit.then_some(Tok::StrBegin { key: false }))
+            }
+            b'[' | b'{' => {
+                if self.depth >= self.max_depth {
+                    return Err(self.err(ErrorKind::TooDeep, i));
+                }
+                *pos = i + 1;
+                let obj = b == b'{';
+                self.stack.push(obj);
+                self.depth += 1;
+                self.state = if obj {
+                    State::ObjFirst
+                } else {
+                    State::ArrFirst
+                };
+                Ok(emit.then_some(if obj {
+                    Tok::BeginObject
+                } else {
+                    Tok::BeginArray
+                }))
+            }
+            b'-' | b'0'..=b'9' => {
+                // The number state machine consumes this first byte itself.
+                self.state = State::Num(NumSt::Minus);
+                if b != b'-' {
+                    self.state = State::Num(if b == b'0' { NumSt::Zero } else { NumSt::Int });
+                }
+                // Leave pos at the first byte so the span includes it.
+                *pos = i;
+                self.num_first = true;
+                Ok(None)
+            }
+            b't' | b'f' | b'n' => {
+                self.lit = match b {
+                    b't' => Lit::True,
+                    b'f' => Lit::False,
+                    _ => Lit::Null,
+                };
+                self.lit_pos = 1;
+                self.state = State::Lit;
+                *pos = i + 1;
+                Ok(None)
+            }
+            _ => Err(self.err(ErrorKind::UnexpectedByte, i)),
+        }
+    }
+
+    #[inline]
+    fn need_more(&mut self, chunk: &[u8], pos: &mut usize) -> Tok {
+        self.base += chunk.len() as u64;
+        *pos = chunk.len();
+        Tok::NeedMore
+    }
+
+    /// The closing quote of a string was consumed.
+    fn end_string(&mut self) -> Option<Tok> {
+        let emit = self.skip.is_none();
+        if self.in_key {
+            self.state = State::Colon;
+            return emit.then_some(Tok::StrEnd);
+        }
+        let skipped = self.value_done();
+        if emit {
+            Some(Tok::StrEnd)
+        } else {
+            skipped
+        }
+    }
+
+    /// A multi-byte unit (escape, pair, UTF-8 sequence) completed; `i` is the
+    /// index just past it and `start` the span start of this call.
+    #[inline]
+    fn unit_done(
+        &mut self,
+        chunk: &[u8],
+        start: usize,
+        i: usize,
+        dec: u64,
+        pos: &mut usize,
+    ) -> Option<Tok> {
+        let enc = if self.unit_from_prev {
+            self.held_len as u64 + (i - start) as u64
+        } else {
+            (i - self.unit_start) as u64
+        };
+        let dec = if dec == 0 { enc } else { dec };
+        self.dec_total += dec;
+        let from_prev = self.unit_from_prev;
+        self.unit_from_prev = false;
+        if !self.keep {
+            return None;
+        }
+        if dec <= self.allow_dec && enc <= self.allow_enc {
+            self.allow_dec -= dec;
+            self.allow_enc -= enc;
+            if from_prev {
+                // The unit's head is held; add its tail and emit it whole.
+                let have = self.held_len as usize;
+                let tail = chunk.get(start..i).unwrap_or(&[]);
+                if let Some(dst) = self.held.get_mut(have..have + tail.len()) {
+                    dst.copy_from_slice(tail);
+                    self.held_len += tail.len() as u8;
+                }
+                *pos = i;
+                return Some(Tok::StrHeld);
+            }
+            None
+        } else {
+            self.keep = false;
+            self.cut = true;
+            self.cut_by_dec = dec > self.allow_dec;
+            let end = if from_prev { start } else { self.unit_start };
+            *pos = i;
+            (end > start).then_some(Tok::StrSpan(start, end))
+        }
+    }
+
+    /// Scan string bytes from `*pos`. Returns a token, or `None` when the string
+    /// ended without one to emit (during a skip).
+    fn scan_string(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Option<Tok>, Error> {
+        let start = *pos;
+        let mut i = start;
+        let n = chunk.len();
+        loop {
+            if self.esc == Esc::None && self.utf_need == 0 {
+                // Plain ASCII run: each byte is a unit of one decoded byte.
+                let run_start = i;
+                while let Some(&b) = chunk.get(i) {
+                    if STR_CLASS[b as usize] != 0 {
+                        break;
+                    }
+                    i += 1;
+                }
+                let run = (i - run_start) as u64;
+                if run > 0 {
+                    self.dec_total += run;
+                    if self.in_key {
+                        let bytes = chunk.get(run_start..i).unwrap_or(&[]);
+                        self.push_key_bytes(bytes);
+                    }
+                    if self.keep {
+                        let fit = run.min(self.allow_dec).min(self.allow_enc);
+                        self.allow_dec -= fit;
+                        self.allow_enc -= fit;
+                        if fit < run {
+                            self.cut_by_dec = self.allow_dec == 0;
+                            self.keep = false;
+                            self.cut = true;
+                            let end = run_start + fit as usize;
+                            if end > start {
+                                *pos = i;
+                                return Ok(Some(Tok::StrSpan(start, end)));
+                            }
+                        }
+                    }
+                }
+                let Some(&b) = chunk.get(i) else {
+                    if self.keep && i > start {
+                        *pos = i;
+                        return Ok(Some(Tok::StrSpan(start, i)));
+                    }
+                    return Ok(Some(self.need_more(chunk, pos)));
+                };
+                match STR_CLASS[b as usize] {
+                    1 => {
+                        if self.keep && i > start {
+                            *pos = i;
+                            return Ok(Some(Tok::StrSpan(start, i)));
+                        }
+                        *pos = i + 1;
+                        if let Some(t) = self.end_string() {
+                            return Ok(Some(t));
+                        }
+                        return Ok(None);
+                    }
+                    2 => {
+                        self.esc = Esc::Backslash;
+                        self.unit_start = i;
+                        self.held_len = 0;
+                        i += 1;
+                    }
+                    3 => return Err(self.err(ErrorKind::ControlInString, i)),
+                    _ => {
+                        let Some((need, lo, hi)) = utf8_lead(b) else {
+                            return Err(self.err(ErrorKind::InvalidUtf8, i));
+                        };
+                        self.utf_need = need;
+                        self.utf_lo = lo;
+                        self.utf_hi = hi;
+                        self.unit_start = i;
+                        self.held_len = 0;
+                        if self.in_key {
+                            self.push_key_bytes(&[b]);
+                        }
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+
+            // Inside a multi-byte unit.
+            let Some(&b) = chunk.get(i) else {
+                // The chunk ends mid-unit: hold this chunk's part of it.
+                let from = if self.unit_from_prev {
+                    start
+                } else {
+                    self.unit_start
+                };
+                let span_end = if self.unit_from_prev {
+                    start
+                } else {
+                    self.unit_start
+                };
+                if self.keep {
+                    let part = chunk.get(from..n).unwrap_or(&[]);
+                    let have = self.held_len as usize;
+                    if let Some(dst) = self.held.get_mut(have..have + part.len()) {
+                        dst.copy_from_slice(part);
+                        self.held_len += part.len() as u8;
+                    }
+                }
+                self.unit_from_prev = true;
+                if self.keep && span_end > start {
+                    *pos = n;
+                    return Ok(Some(Tok::StrSpan(start, span_end)));
+                }
+                return Ok(Some(self.need_more(chunk, pos)));
+            };
+            i += 1;
+            if self.utf_need > 0 {
+                if b < self.utf_lo || b > self.utf_hi {
+                    return Err(self.err(ErrorKind::InvalidUtf8, i - 1));
+                }
+                if self.in_key {
+                    self.push_key_bytes(&[b]);
+                }
+                self.utf_lo = 0x80;
+                self.utf_hi = 0xBF;
+                self.utf_need -= 1;
+                if self.utf_need == 0 {
+                    if let Some(t) = self.unit_done(chunk, start, i, 0, pos) {
+                        return Ok(Some(t));
+                    }
+                }
+                continue;
+            }
+            match self.esc {
+                Esc::Backslash => {
+                    let decoded = match b {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => {
+                            self.esc = Esc::Hex(0);
+                            self.cp = 0;
+                            continue;
+                        }
+                        _ => return Err(self.err(ErrorKind::InvalidEscape, i - 1)),
+                    };
+                    self.esc = Esc::None;
+                    if self.in_key {
+                        self.push_key_bytes(&[decoded]);
+                    }
+                    if let Some(t) = self.unit_done(chunk, start, i, 1, pos) {
+                        return Ok(Some(t));
+                    }
+                }
+                Esc::Hex(k) => {
+                    let Some(v) = hex_val(b) else {
+                        return Err(self.err(ErrorKind::InvalidEscape, i - 1));
+                    };
+                    self.cp = self.cp * 16 + v;
+                    if k < 3 {
+                        self.esc = Esc::Hex(k + 1);
+                        continue;
+                    }
+                    match self.cp {
+                        0xD800..=0xDBFF => {
+                            self.esc = Esc::LowBackslash;
+                            continue;
+                        }
+                        0xDC00..=0xDFFF => {
+                            return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        }
+                        cp => {
+                            self.esc = Esc::None;
+                            let mut tmp = [0u8; 4];
+                            let len = encode_utf8(cp, &mut tmp);
+                            if self.in_key {
+                                self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
+                            }
+                            if let Some(t) = self.unit_done(chunk, start, i, len as u64, pos) {
+                                return Ok(Some(t));
+                            }
+                        }
+                    }
+                }
+                Esc::LowBackslash => {
+                    if b != b'\\' {
+                        return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                    }
+                    self.esc = Esc::LowU;
+                }
+                Esc::LowU => {
+                    if b != b'u' {
+                        return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                    }
+                    self.esc = Esc::LowHex(0);
+                    self.low = 0;
+                }
+                Esc::LowHex(k) => {
+                    let Some(v) = hex_val(b) else {
+                        return Err(self.err(ErrorKind::InvalidEscape, i - 1));
+                    };
+                    self.low = self.low * 16 + v;
+                    if k < 3 {
+                        self.esc = Esc::LowHex(k + 1);
+                        continue;
+                    }
+                    if !(0xDC00..=0xDFFF).contains(&self.low) {
+                        return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                    }
+                    let cp = 0x10000 + ((self.cp - 0xD800) << 10) + (self.low - 0xDC00);
+                    self.esc = Esc::None;
+                    if self.in_key {
+                        let mut tmp = [0u8; 4];
+                        let len = encode_utf8(cp, &mut tmp);
+                        self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
+                    }
+                    if let Some(t) = self.unit_done(chunk, start, i, 4, pos) {
+                        return Ok(Some(t));
+                    }
+                }
+                Esc::None => {}
+            }
+        }
+    }
+
+    fn scan_number(
+        &mut self,
+        chunk: &[u8],
+        pos: &mut usize,
+        mut st: NumSt,
+    ) -> Result<Option<Tok>, Error> {
+        let start = *pos;
+        let mut i = start;
+        let emit = self.skip.is_none();
+        if self.num_first {
+            self.num_first = false;
+            i += 1;
+        }
+        loop {
+            let Some(&b) = chunk.get(i) else {
+                self.state = State::Num(st);
+                if emit && i > start {
+                    *pos = i;
+                    return Ok(Some(Tok::NumSpan(start, i)));
+                }
+                return Ok(Some(self.need_more(chunk, pos)));
+            };
+            let next = match (st, b) {
+                (NumSt::Int | NumSt::Frac | NumSt::ExpDigits, b'0'..=b'9') => {
+                    // Fast path: a run of digits.
+                    i += 1;
+                    while let Some(b'0'..=b'9') = chunk.get(i) {
+                        i += 1;
+                    }
+                    continue;
+                }
+                (NumSt::Minus, b'0') => NumSt::Zero,
+                (NumSt::Minus, b'1'..=b'9') => NumSt::Int,
+                (NumSt::Zero | NumSt::Int, b'.') => NumSt::Dot,
+                (NumSt::Zero | NumSt::Int | NumSt::Frac, b'e' | b'E') => NumSt::Exp,
+                (NumSt::Dot, b'0'..=b'9') => NumSt::Frac,
+                (NumSt::Exp, b'+' | b'-') => NumSt::ExpSign,
+                (NumSt::Exp | NumSt::ExpSign, b'0'..=b'9') => NumSt::ExpDigits,
+                (NumSt::Zero, b'0'..=b'9') => return Err(self.err(ErrorKind::InvalidNumber, i)),
+                (s, _) if s.can_end() => {
+                    // The terminator is not part of the number.
+                    self.state = State::Num(st);
+                    if emit && i > start {
+                        *pos = i;
+                        return Ok(Some(Tok::NumSpan(start, i)));
+                    }
+                    *pos = i;
+                    let skipped = self.value_done();
+                    return Ok(if emit { Some(Tok::NumEnd) } else { skipped });
+                }
+                _ => return Err(self.err(ErrorKind::InvalidNumber, i)),
+            };
+            st = next;
+            i += 1;
+        }
+    }
+
+    fn scan_literal(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Option<Tok>, Error> {
+        let text = self.lit.text();
+        let mut i = *pos;
+        loop {
+            let Some(&b) = chunk.get(i) else {
+                return Ok(Some(self.need_more(chunk, pos)));
+            };
+            if text.get(self.lit_pos as usize) != Some(&b) {
+                return Err(self.err(ErrorKind::UnexpectedByte, i));
+            }
+            i += 1;
+            self.lit_pos += 1;
+            if self.lit_pos as usize == text.len() {
+                *pos = i;
+                let emit = self.skip.is_none();
+                let skipped = self.value_done();
+                return Ok(if emit {
+                    Some(Tok::Lit(self.lit))
+                } else {
+                    skipped
+                });
+            }
+        }
+    }
+
+    /// Announce the end of input; call repeatedly until [`Tok::Eof`] (or an error).
+    /// May first return `NumEnd` (and `Skipped`) for a top-level number.
+    pub fn next_eof(&mut self) -> Result<Tok, Error> {
+        if let State::Num(st) = self.state {
+            if st.can_end() {
+                let emit = self.skip.is_none();
+                let skipped = self.value_done();
+                if emit {
+                    return Ok(Tok::NumEnd);
+                }
+                if let Some(t) = skipped {
+                    return Ok(t);
+                }
+            }
+        }
+        if self.state == State::Done {
+            self.ended = true;
+            return Ok(Tok::Eof);
+        }
+        Err(Error::new(ErrorKind::UnexpectedEnd, self.base))
+    }
+}
