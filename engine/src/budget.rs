@@ -68,6 +68,8 @@ pub(crate) struct ValueBudget {
     value_mark: u64,
     /// A string value's opening quote is written and its closing quote owed.
     in_str: bool,
+    /// After `Step::Omitted`: the kind of the ceiling that left no room.
+    pub root_omitted_kind: BudgetKind,
 }
 
 impl ValueBudget {
@@ -86,6 +88,7 @@ impl ValueBudget {
             skip_why: SkipWhy::None,
             value_mark: 0,
             in_str: false,
+            root_omitted_kind: BudgetKind::ResultBytes,
         }
     }
 
@@ -147,7 +150,7 @@ impl ValueBudget {
             if min_len > out.avail() {
                 out.rollback(self.value_mark);
                 lex.skip_one(self.base_depth);
-                self.skip_why = SkipWhy::Root(BudgetKind::ResultBytes);
+                self.skip_why = SkipWhy::Root(out.bytes_kind());
                 return false;
             }
             return true;
@@ -166,7 +169,7 @@ impl ValueBudget {
                 out.rollback(m);
             }
             lex.skip_rest(self.top_depth(), 1);
-            self.skip_why = SkipWhy::Rest(BudgetKind::ResultBytes);
+            self.skip_why = SkipWhy::Rest(out.bytes_kind());
             return false;
         }
         if !p.obj && p.kept > 0 {
@@ -283,7 +286,7 @@ impl ValueBudget {
                     let kind = if lex.cut_by_decoded() {
                         BudgetKind::StringBytes
                     } else {
-                        BudgetKind::ResultBytes
+                        out.bytes_kind()
                     };
                     self.record_here(rec, kind, 1);
                 }
@@ -303,15 +306,16 @@ impl ValueBudget {
                 if bytes.len() as u64 > out.avail() {
                     // The number cannot fit whole: it and the rest of its container go.
                     self.in_num = false;
+                    let kind = out.bytes_kind();
                     let m = self.mark.take().unwrap_or(self.value_mark);
                     out.rollback(m);
                     if self.frames.is_empty() {
                         out.rollback(self.value_mark);
                         lex.skip_one(self.base_depth);
-                        self.skip_why = SkipWhy::Root(BudgetKind::ResultBytes);
+                        self.skip_why = SkipWhy::Root(kind);
                     } else {
                         lex.skip_rest(self.top_depth(), 1);
-                        self.skip_why = SkipWhy::Rest(BudgetKind::ResultBytes);
+                        self.skip_why = SkipWhy::Rest(kind);
                     }
                     return Ok(Step::More);
                 }
@@ -357,7 +361,7 @@ impl ValueBudget {
             if let Some(m) = self.mark.take() {
                 out.rollback(m);
             }
-            self.key_doom = Some(BudgetKind::ResultBytes);
+            self.key_doom = Some(out.bytes_kind());
             lex.stop_keeping();
         }
     }
@@ -404,7 +408,7 @@ impl ValueBudget {
                 }
             }
             SkipWhy::Root(kind) => {
-                self.record_here(rec, kind, 1);
+                self.root_omitted_kind = kind;
                 out.rollback(self.value_mark);
                 let _ = lex;
                 return Step::Omitted;
@@ -466,7 +470,8 @@ impl Budget {
         self.rec.reset();
         self.done = false;
         let lim = *self.vb.limits();
-        self.out.open_scope(0, lim.max_result_bytes);
+        self.out
+            .open_scope(0, lim.max_result_bytes, BudgetKind::ResultBytes);
         self.vb.begin(lim, &PointerBuf::new(), 0, 0);
     }
 
@@ -488,6 +493,7 @@ impl Budget {
             Step::Omitted => {
                 // Not even the smallest form fitted (a long top-level number):
                 // a valid stand-in that always fits the minimum ceiling.
+                self.rec.add(self.vb.root_omitted_kind, 1, Some(b""));
                 self.out.write(b"null");
                 self.out.commit();
                 self.done = true;

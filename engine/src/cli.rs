@@ -1,4 +1,5 @@
 //! Command-line front ends (kept in the library so tests can call them).
+use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
 use crate::{Budget, Limits};
 use clap::Args;
 use std::io::{Read, Write};
@@ -143,6 +144,161 @@ pub fn run_budget(args: BudgetArgs) -> u8 {
     };
     if let Err(e) = written {
         eprintln!("resultbudget: writing the record: {e}");
+        return 1;
+    }
+    0
+}
+
+/// Flags of the MCP projection, shared by `filter` and `proxy`.
+#[derive(Args, Debug, Clone)]
+pub struct McpArgs {
+    /// Encoded bytes of the whole `result`, truncation record included (min 1024).
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_result_bytes)]
+    pub max_result_bytes: u64,
+    /// Decoded text bytes kept across all text blocks (markers included).
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_text_bytes)]
+    pub max_text_bytes: u64,
+    /// Decoded text bytes kept per text block (marker included).
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_text_block_bytes)]
+    pub max_text_block_bytes: u64,
+    /// Content blocks kept.
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_content_blocks)]
+    pub max_content_blocks: u64,
+    /// Items per array in structuredContent and other free-form values.
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_list_items)]
+    pub max_list_items: u64,
+    /// Members per object in free-form values.
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_map_keys)]
+    pub max_map_keys: u64,
+    /// Decoded bytes per string in free-form values.
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_string_bytes)]
+    pub max_string_bytes: u64,
+    /// Nesting kept in free-form values (structuredContent is level 1).
+    #[arg(long, value_parser = parse_depth, default_value_t = McpLimits::DEFAULT.max_depth)]
+    pub max_depth: u32,
+    /// Encoded bytes of structuredContent.
+    #[arg(long, value_parser = parse_limit, default_value_t = McpLimits::DEFAULT.max_structured_bytes)]
+    pub max_structured_bytes: u64,
+    /// Input nesting refused as an error beyond this.
+    #[arg(long, default_value_t = McpLimits::DEFAULT.max_nesting)]
+    pub max_nesting: u32,
+}
+
+impl McpArgs {
+    pub fn limits(&self) -> McpLimits {
+        McpLimits {
+            max_result_bytes: self.max_result_bytes,
+            max_text_bytes: self.max_text_bytes,
+            max_text_block_bytes: self.max_text_block_bytes,
+            max_content_blocks: self.max_content_blocks,
+            max_list_items: self.max_list_items,
+            max_map_keys: self.max_map_keys,
+            max_string_bytes: self.max_string_bytes,
+            max_depth: self.max_depth,
+            max_structured_bytes: self.max_structured_bytes,
+            max_nesting: self.max_nesting,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FilterArgs {
+    #[command(flatten)]
+    pub mcp: McpArgs,
+    /// Treat every result as typed (all or nothing), as for a tool with an outputSchema.
+    #[arg(long)]
+    pub typed: bool,
+    /// With --typed: the tool may change state (an over-budget result yields a receipt).
+    #[arg(long)]
+    pub mutating: bool,
+    /// Print each message's truncation record (when something was cut) to stderr.
+    #[arg(long)]
+    pub records: bool,
+}
+
+/// `resultbudget filter`: newline-delimited JSON-RPC on stdin; every response
+/// with a `result` is budgeted as a `tools/call` result; one output line per
+/// input line. A line that is not valid JSON becomes a JSON-RPC error line
+/// (`-32700`, with the id when it could be read) and the stream goes on.
+pub fn run_filter(args: FilterArgs) -> u8 {
+    let lim = args.mcp.limits();
+    let mut p = match Projector::new(lim) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("resultbudget: {e}");
+            return 2;
+        }
+    };
+    let call = CallInfo {
+        tool: None,
+        typed: args.typed,
+        read_only: !args.mutating,
+        request_id: None,
+    };
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    let mut lines = crate::framing::LineReader::new(stdin.lock());
+    let mut stdout = std::io::BufWriter::new(stdout.lock());
+    let mut out = Vec::with_capacity(READ_CHUNK);
+    let mut failed = false;
+    let mut line_no = 0u64;
+    p.begin(Treat::ToolResult(call.clone()));
+    let mut blank = true;
+    loop {
+        let ev = match lines.next_piece() {
+            Ok(ev) => ev,
+            Err(e) => {
+                eprintln!("resultbudget: reading stdin: {e}");
+                return 1;
+            }
+        };
+        match ev {
+            crate::framing::Piece::Data(bytes) => {
+                if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                    blank = false;
+                }
+                if !failed {
+                    if let Err(e) = p.feed(bytes, &mut out) {
+                        failed = true;
+                        eprintln!("resultbudget: line {}: {e}", line_no + 1);
+                    }
+                }
+            }
+            crate::framing::Piece::End | crate::framing::Piece::Eof { partial: true } => {
+                line_no += 1;
+                if blank {
+                    out.clear();
+                } else {
+                    if !failed {
+                        if let Err(e) = p.finish(&mut out) {
+                            failed = true;
+                            eprintln!("resultbudget: line {line_no}: {e}");
+                        }
+                    }
+                    if failed {
+                        out.clear();
+                        crate::jsonrpc::parse_error_line(&mut out, p.id());
+                    } else if args.records && p.record().truncated() {
+                        let rec = p.record().to_json();
+                        eprintln!("line {line_no}: {}", String::from_utf8_lossy(&rec));
+                    }
+                    out.push(b'\n');
+                    if stdout.write_all(&out).is_err() {
+                        return 1;
+                    }
+                }
+                out.clear();
+                failed = false;
+                blank = true;
+                p.begin(Treat::ToolResult(call.clone()));
+                if matches!(ev, crate::framing::Piece::Eof { .. }) {
+                    break;
+                }
+            }
+            crate::framing::Piece::Eof { partial: false } => break,
+        }
+    }
+    if stdout.flush().is_err() {
         return 1;
     }
     0

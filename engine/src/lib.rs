@@ -5,7 +5,10 @@
 pub mod budget;
 pub mod cli;
 pub mod error;
+pub mod framing;
+pub mod jsonrpc;
 pub mod limits;
+pub mod mcp;
 mod out;
 pub mod record;
 pub mod tokenizer;

@@ -5,6 +5,8 @@
 //! Positions are absolute stream positions (bytes ever written), so marks stay
 //! valid while committed bytes are handed out.
 
+use crate::record::BudgetKind;
+
 /// A byte ceiling over part of the output.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Scope {
@@ -12,6 +14,8 @@ pub(crate) struct Scope {
     pub end: u64,
     /// `Out::reserved` when the scope opened: reserves made outside it do not count.
     pub reserved_base: u64,
+    /// The kind recorded when this scope is the one that runs out.
+    pub kind: BudgetKind,
 }
 
 #[derive(Debug, Default)]
@@ -21,8 +25,10 @@ pub(crate) struct Out {
     base: u64,
     /// Absolute position up to which bytes are final.
     commit: u64,
-    /// Bytes owed later (closing brackets and quotes, the truncation record).
+    /// Bytes owed later (closing brackets and quotes, small fields kept room for).
     pub reserved: u64,
+    /// Bytes owed to the truncation record; counts against scope 0 only.
+    pub record_reserve: u64,
     /// While set, nothing at or after this position is committed.
     hold: Option<u64>,
     scopes: [Option<Scope>; 2],
@@ -48,13 +54,24 @@ impl Out {
     /// Bytes that may still be written inside every open scope, after the reserves.
     #[inline]
     pub fn avail(&self) -> u64 {
-        let pos = self.pos();
         let mut a = u64::MAX;
-        for s in self.scopes.iter().flatten() {
-            let owed = self.reserved.saturating_sub(s.reserved_base);
-            a = a.min(s.end.saturating_sub(pos).saturating_sub(owed));
+        for i in 0..self.scopes.len() {
+            a = a.min(self.room(i));
         }
         a
+    }
+
+    /// Room left in scope `i` (u64::MAX when it is not open).
+    #[inline]
+    fn room(&self, i: usize) -> u64 {
+        let Some(Some(s)) = self.scopes.get(i) else {
+            return u64::MAX;
+        };
+        let mut owed = self.reserved.saturating_sub(s.reserved_base);
+        if i == 0 {
+            owed = owed.saturating_add(self.record_reserve);
+        }
+        s.end.saturating_sub(self.pos()).saturating_sub(owed)
     }
 
     /// Whether no byte ceiling is open (nothing written can ever need a rollback
@@ -65,14 +82,29 @@ impl Out {
     }
 
     /// Open a scope of `limit` bytes starting here (slot 0 outer, 1 inner).
-    pub fn open_scope(&mut self, slot: usize, limit: u64) {
+    pub fn open_scope(&mut self, slot: usize, limit: u64, kind: BudgetKind) {
         let end = self.pos().saturating_add(limit);
         if let Some(s) = self.scopes.get_mut(slot) {
             *s = Some(Scope {
                 end,
                 reserved_base: self.reserved,
+                kind,
             });
         }
+    }
+
+    /// The kind of the scope with the least room (what a byte cut is recorded as).
+    pub fn bytes_kind(&self) -> BudgetKind {
+        let mut best = (u64::MAX, BudgetKind::ResultBytes);
+        for (i, s) in self.scopes.iter().enumerate() {
+            if let Some(s) = s {
+                let a = self.room(i);
+                if a < best.0 {
+                    best = (a, s.kind);
+                }
+            }
+        }
+        best.1
     }
 
     pub fn close_scope(&mut self, slot: usize) {
@@ -104,6 +136,13 @@ impl Out {
             self.hold = Some(p);
         }
         p
+    }
+
+    /// Stop committing at `at` (an uncommitted position) until `release`.
+    pub fn hold_here_at(&mut self, at: u64) {
+        if self.hold.is_none() {
+            self.hold = Some(at.max(self.commit));
+        }
     }
 
     pub fn release(&mut self) {
@@ -149,6 +188,7 @@ impl Out {
         self.base = 0;
         self.commit = 0;
         self.reserved = 0;
+        self.record_reserve = 0;
         self.hold = None;
         self.scopes = [None, None];
     }

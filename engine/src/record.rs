@@ -52,12 +52,18 @@ pub struct Record {
     paths: Vec<u8>,
     listed: usize,
     unlisted: u64,
+    /// One bit per `BudgetKind` that cut.
+    kinds: u32,
+    /// Encoded bytes that listed paths may still take (a policy that writes the
+    /// record into its output sets this to the room it has).
+    pub(crate) path_room: u64,
 }
 
 impl Record {
     pub fn new() -> Record {
         Record {
             paths: Vec::with_capacity(MAX_PATHS * (MAX_PATH_BYTES + 3)),
+            path_room: u64::MAX,
             ..Record::default()
         }
     }
@@ -68,6 +74,13 @@ impl Record {
         self.paths.clear();
         self.listed = 0;
         self.unlisted = 0;
+        self.kinds = 0;
+        self.path_room = u64::MAX;
+    }
+
+    /// Whether any cut of a kind other than `except` happened.
+    pub fn cut_other_than(&self, except: BudgetKind) -> bool {
+        self.kinds & !(1u32 << except as u32) != 0
     }
 
     /// Whether anything was cut.
@@ -98,11 +111,18 @@ impl Record {
             return;
         }
         self.omitted_count += count;
+        self.kinds |= 1u32 << kind as u32;
         if self.kind.is_none() {
             self.kind = Some(kind);
         }
+        let cost = path.map_or(u64::MAX, |p| p.len() as u64 + 3);
         match path {
-            Some(p) if self.listed < MAX_PATHS && p.len() <= MAX_PATH_BYTES => {
+            Some(p)
+                if self.listed < MAX_PATHS
+                    && p.len() <= MAX_PATH_BYTES
+                    && cost <= self.path_room =>
+            {
+                self.path_room -= cost;
                 if self.listed > 0 {
                     self.paths.push(b',');
                 }
@@ -115,12 +135,20 @@ impl Record {
         }
     }
 
+    /// Move every listed path to the unlisted count (to make the record smaller).
+    pub fn unlist_paths(&mut self) {
+        self.unlisted += self.listed as u64;
+        self.listed = 0;
+        self.paths.clear();
+    }
+
     /// Add the counts of another record (used when a layer keeps its own record).
     pub fn merge(&mut self, other: &Record) {
         if other.omitted_count == 0 {
             return;
         }
         self.omitted_count += other.omitted_count;
+        self.kinds |= other.kinds;
         if self.kind.is_none() {
             self.kind = other.kind;
         }

@@ -18,12 +18,15 @@ struct Cli {
 enum Cmd {
     /// Budget one JSON value from stdin to stdout; the truncation record goes to stderr.
     Budget(cli::BudgetArgs),
+    /// Budget every tools/call result in newline-delimited JSON-RPC from stdin.
+    Filter(cli::FilterArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.cmd {
         Cmd::Budget(a) => cli::run_budget(a),
+        Cmd::Filter(a) => cli::run_filter(a),
     };
     ExitCode::from(code)
 }

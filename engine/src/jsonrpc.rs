@@ -1,0 +1,28 @@
+//! Small JSON-RPC messages the engine writes itself.
+
+/// JSON-RPC parse error.
+pub const PARSE_ERROR: i32 = -32700;
+/// JSON-RPC internal error (used for a broken or vanished server response).
+pub const INTERNAL_ERROR: i32 = -32603;
+
+/// Append `{"jsonrpc":"2.0","id":ID,"error":{"code":CODE,"message":MSG}}`;
+/// `id` is raw JSON (`null` when unknown).
+pub fn error_line(out: &mut Vec<u8>, id: Option<&[u8]>, code: i32, message: &str) {
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.unwrap_or(b"null"));
+    out.extend_from_slice(b",\"error\":{\"code\":");
+    out.extend_from_slice(code.to_string().as_bytes());
+    out.extend_from_slice(b",\"message\":");
+    crate::mcp::push_json_string(out, message);
+    out.extend_from_slice(b"}}");
+}
+
+/// The line `filter` writes for an input line that is not valid JSON.
+pub fn parse_error_line(out: &mut Vec<u8>, id: Option<&[u8]>) {
+    error_line(
+        out,
+        id,
+        PARSE_ERROR,
+        "resultbudget: the message was not valid JSON and was not forwarded",
+    );
+}

@@ -1,0 +1,1219 @@
+//! The MCP projection: budget the `result` of a `tools/call` (or `tasks/result`)
+//! response while it streams, and pass the rest of the JSON-RPC message through.
+//!
+//! The driver knows the shape of a `CallToolResult` (result object, `content`
+//! blocks, embedded `resource`, `_meta`) and hands every free-form value
+//! (`structuredContent`, annotations, a block's `_meta`, …) to the generic
+//! [`ValueBudget`]. Contract: `specs/mcp-result-contract.md`.
+
+use crate::budget::{Step, ValueBudget};
+use crate::error::Error;
+use crate::limits::Limits;
+use crate::out::Out;
+use crate::record::{push_u64, BudgetKind, PointerBuf, Record};
+use crate::tokenizer::{Tok, Tokenizer};
+
+/// Limits of the MCP projection. `u64::MAX` means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpLimits {
+    /// Encoded bytes of the whole `result` value, truncation record included.
+    /// Protects: the client's context and transport. Does not bound: the rest of
+    /// the JSON-RPC envelope (`jsonrpc`, `id`), which passes unchanged.
+    pub max_result_bytes: u64,
+    /// Decoded text bytes kept across all text blocks and embedded resource texts,
+    /// markers included. Protects: context spent on text. First come, first served.
+    pub max_text_bytes: u64,
+    /// Decoded text bytes kept per text block (or resource text), marker included.
+    /// Protects: one block starving the others.
+    pub max_text_block_bytes: u64,
+    /// Content blocks kept (the first N; dropped blocks do not count).
+    pub max_content_blocks: u64,
+    /// For `structuredContent` and every other free-form value: items per array.
+    pub max_list_items: u64,
+    /// Members per object in free-form values.
+    pub max_map_keys: u64,
+    /// Decoded bytes per string in free-form values (not text blocks, not blobs).
+    pub max_string_bytes: u64,
+    /// Nesting kept in free-form values; `structuredContent` itself is level 1.
+    pub max_depth: u32,
+    /// Encoded bytes of `structuredContent`. Protects: the typed twin of the
+    /// text eating the whole result budget.
+    pub max_structured_bytes: u64,
+    /// Input nesting refused as an error (see [`Limits::max_nesting`]).
+    pub max_nesting: u32,
+}
+
+/// Smallest accepted `max_result_bytes` for the MCP projection: room for the
+/// record without paths and a typed-success error result.
+pub const MIN_MCP_RESULT_BYTES: u64 = 1024;
+
+impl McpLimits {
+    pub const DEFAULT: McpLimits = McpLimits {
+        max_result_bytes: 64 * 1024,
+        max_text_bytes: 48 * 1024,
+        max_text_block_bytes: 16 * 1024,
+        max_content_blocks: 50,
+        max_list_items: 100,
+        max_map_keys: 100,
+        max_string_bytes: 4 * 1024,
+        max_depth: 16,
+        max_structured_bytes: 32 * 1024,
+        max_nesting: crate::tokenizer::DEFAULT_MAX_NESTING,
+    };
+
+    pub const UNLIMITED: McpLimits = McpLimits {
+        max_result_bytes: u64::MAX,
+        max_text_bytes: u64::MAX,
+        max_text_block_bytes: u64::MAX,
+        max_content_blocks: u64::MAX,
+        max_list_items: u64::MAX,
+        max_map_keys: u64::MAX,
+        max_string_bytes: u64::MAX,
+        max_depth: u32::MAX,
+        max_structured_bytes: u64::MAX,
+        max_nesting: crate::tokenizer::DEFAULT_MAX_NESTING,
+    };
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.max_result_bytes < MIN_MCP_RESULT_BYTES {
+            return Err(format!(
+                "max_result_bytes must be at least {MIN_MCP_RESULT_BYTES} for MCP results, got {}",
+                self.max_result_bytes
+            ));
+        }
+        if self.max_nesting == 0 {
+            return Err("max_nesting must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Limits for free-form values (structuredContent, _meta, annotations, …).
+    pub fn free(&self) -> Limits {
+        Limits {
+            max_list_items: self.max_list_items,
+            max_map_keys: self.max_map_keys,
+            max_string_bytes: self.max_string_bytes,
+            max_depth: self.max_depth,
+            max_result_bytes: u64::MAX,
+            max_nesting: self.max_nesting,
+        }
+    }
+
+    /// The same limits with every per-element cut switched off: only the final
+    /// ceiling stays (used for typed tools, which are whole or an error).
+    pub fn whole_only(&self) -> McpLimits {
+        McpLimits {
+            max_result_bytes: self.max_result_bytes,
+            max_nesting: self.max_nesting,
+            ..McpLimits::UNLIMITED
+        }
+    }
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        McpLimits::DEFAULT
+    }
+}
+
+/// What the caller knows about the call a response answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallInfo {
+    /// The tool's name, for receipts and error texts.
+    pub tool: Option<String>,
+    /// The tool must return a schema-valid result (it has an `outputSchema`,
+    /// or the inventory says so): never a partial success.
+    pub typed: bool,
+    /// The tool does not change state (annotation `readOnlyHint` or inventory).
+    pub read_only: bool,
+    /// The request's raw JSON id, for receipts (else the response's own id is used).
+    pub request_id: Option<Vec<u8>>,
+}
+
+/// How to treat one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Treat {
+    /// Budget `result` as a `CallToolResult`.
+    ToolResult(CallInfo),
+    /// Pass the whole message unchanged (other methods' results, requests,
+    /// notifications, errors).
+    Pass,
+}
+
+/// The record key merged into `result._meta`.
+pub const RECORD_KEY: &str = "resultbudget/truncation";
+/// The receipt key for a typed mutation whose result was too large.
+pub const RECEIPT_KEY: &str = "resultbudget/receipt";
+
+const META_WRAP_OPEN: &[u8] = b",\"_meta\":{\"resultbudget/truncation\":{";
+const ORIGINAL_FIELD: &[u8] = b",\"original_bytes\":";
+/// Bytes reserved for the record (without paths) from the moment `result` opens.
+const RECORD_RESERVE: u64 =
+    (META_WRAP_OPEN.len() + Record::BASE_FIELDS_LEN + ORIGINAL_FIELD.len() + 20 + 2) as u64;
+/// Room kept for `,"isError":false` until it is seen: an error must never be lost.
+const IS_ERROR_RESERVE: u64 = 16;
+/// Room kept for `,"resultType":"…"` (up to 32 characters of type) until it is seen.
+const RESULT_TYPE_RESERVE: u64 = 48;
+
+const MARKER_HEAD: &str = "\\n[resultbudget: output cut, ";
+const MARKER_MID: &str = " of ";
+const MARKER_TAIL: &str = " bytes omitted]";
+
+fn digits(mut v: u64) -> u64 {
+    let mut n = 1;
+    while v >= 10 {
+        v /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// Encoded length of the marker for a string of `total` decoded bytes (an upper
+/// bound: the omitted count has at most as many digits as the total).
+fn marker_len(total: u64) -> u64 {
+    (MARKER_HEAD.len() + MARKER_MID.len() + MARKER_TAIL.len()) as u64 + 2 * digits(total)
+}
+
+fn write_marker(out: &mut Out, omitted: u64, total: u64) -> u64 {
+    let mut m = Vec::with_capacity(80);
+    m.extend_from_slice(MARKER_HEAD.as_bytes());
+    push_u64(&mut m, omitted);
+    m.extend_from_slice(MARKER_MID.as_bytes());
+    push_u64(&mut m, total);
+    m.extend_from_slice(MARKER_TAIL.as_bytes());
+    out.write(&m);
+    m.len() as u64
+}
+
+/// The longest prefix of `enc` (valid JSON string content) made of whole units
+/// whose decoded size is ≤ `max_dec` and encoded size ≤ `max_enc`.
+/// Returns (encoded length, decoded length).
+pub(crate) fn unit_prefix(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64) {
+    let mut i = 0usize;
+    let mut dec = 0u64;
+    while let Some(&b) = enc.get(i) {
+        let (e, d) = if b == b'\\' {
+            if enc.get(i + 1) == Some(&b'u') {
+                let hex = enc.get(i + 2..i + 6).unwrap_or(&[]);
+                let cp = std::str::from_utf8(hex)
+                    .ok()
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    .unwrap_or(0);
+                if (0xD800..0xDC00).contains(&cp) {
+                    (12, 4)
+                } else if cp < 0x80 {
+                    (6, 1)
+                } else if cp < 0x800 {
+                    (6, 2)
+                } else {
+                    (6, 3)
+                }
+            } else {
+                (2, 1)
+            }
+        } else if b < 0x80 {
+            (1, 1)
+        } else if b >= 0xF0 {
+            (4, 4)
+        } else if b >= 0xE0 {
+            (3, 3)
+        } else {
+            (2, 2)
+        };
+        if dec + d > max_dec || (i + e) as u64 > max_enc || i + e > enc.len() {
+            break;
+        }
+        i += e;
+        dec += d;
+    }
+    (i, dec)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Envelope,
+    Result,
+    Content,
+    Block,
+    Resource,
+    Meta,
+}
+
+/// What to do with a child value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Act {
+    /// Copy unchanged (envelope members).
+    Pass,
+    /// Generic budget with the free-form limits.
+    Free,
+    /// `structuredContent`: free-form limits inside its own byte scope.
+    Structured,
+    /// A known container level.
+    Descend(Level),
+    /// A text string (text budget, marker).
+    Text,
+    /// A base64 payload: whole, or the block goes.
+    Blob,
+    /// Drop the member (recorded with this kind).
+    Drop(BudgetKind),
+    /// The envelope's `id` (passed, and remembered).
+    Id,
+}
+
+/// Why the driver asked the tokenizer to skip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DSkip {
+    /// One member or item dropped.
+    DropOne,
+    /// The rest of a block that cannot be kept whole.
+    BlockFail,
+    /// Content blocks past `max_content_blocks`.
+    ContentTail,
+    /// The rest of `_meta` after a member that did not fit.
+    MetaRest(BudgetKind),
+    /// The rest of a typed result that is over budget.
+    TypedFail,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DFrame {
+    level: Level,
+    kept: u64,
+    seen: u64,
+    path_len: usize,
+    path_ovf: bool,
+    /// Output position where this container (its comma included) starts.
+    start_mark: u64,
+    /// A block that can no longer be kept whole.
+    failed: Option<BudgetKind>,
+    /// `Out::reserved` before this container opened.
+    reserved_at_open: u64,
+}
+
+/// A text or blob string in progress.
+#[derive(Debug, Clone, Copy)]
+struct StrChild {
+    act: Act,
+    /// Output position just after the opening quote.
+    start: u64,
+    dec_allow: u64,
+    enc_allow: u64,
+}
+
+/// Project one JSON-RPC message at a time. Push chunks with [`Projector::feed`];
+/// end each message with [`Projector::finish`]; then [`Projector::begin`] the next.
+#[derive(Debug)]
+pub struct Projector {
+    lim: McpLimits,
+    treat: Treat,
+    /// The limits in force for this message (whole-only for typed tools).
+    eff: McpLimits,
+    lex: Tokenizer,
+    out: Out,
+    vb: ValueBudget,
+    vb_act: Option<Act>,
+    rec: Record,
+    frames: Vec<DFrame>,
+    path: PointerBuf,
+    pending: Option<Act>,
+    key_mark: u64,
+    key_doom: Option<BudgetKind>,
+    str_child: Option<StrChild>,
+    text_left: u64,
+    result_mark: Option<u64>,
+    result_in_start: u64,
+    result_done: bool,
+    original_bytes: u64,
+    meta_at: Option<(u64, bool)>,
+    reserve_is_error: bool,
+    reserve_result_type: bool,
+    typed_failed: bool,
+    digest: u64,
+    hash_from: Option<usize>,
+    id_mark: Option<u64>,
+    id_hold: bool,
+    id: Vec<u8>,
+    block_hold: bool,
+    dskip: Option<DSkip>,
+    done: bool,
+    /// Scratch for building the record and error results.
+    scratch: Vec<u8>,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+impl Projector {
+    pub fn new(lim: McpLimits) -> Result<Projector, String> {
+        lim.validate()?;
+        let mut p = Projector {
+            lim,
+            treat: Treat::Pass,
+            eff: lim,
+            lex: Tokenizer::new(lim.max_nesting),
+            out: Out::default(),
+            vb: ValueBudget::new(lim.free()),
+            vb_act: None,
+            rec: Record::new(),
+            frames: Vec::with_capacity(8),
+            path: PointerBuf::new(),
+            pending: None,
+            key_mark: 0,
+            key_doom: None,
+            str_child: None,
+            text_left: 0,
+            result_mark: None,
+            result_in_start: 0,
+            result_done: false,
+            original_bytes: 0,
+            meta_at: None,
+            reserve_is_error: false,
+            reserve_result_type: false,
+            typed_failed: false,
+            digest: FNV_OFFSET,
+            hash_from: None,
+            id_mark: None,
+            id_hold: false,
+            id: Vec::with_capacity(64),
+            block_hold: false,
+            dskip: None,
+            done: false,
+            scratch: Vec::with_capacity(1024),
+        };
+        p.begin(Treat::Pass);
+        Ok(p)
+    }
+
+    pub fn limits(&self) -> &McpLimits {
+        &self.lim
+    }
+
+    /// Start a new message.
+    pub fn begin(&mut self, treat: Treat) {
+        self.eff = match &treat {
+            Treat::ToolResult(c) if c.typed => self.lim.whole_only(),
+            _ => self.lim,
+        };
+        self.treat = treat;
+        self.lex.reset();
+        self.out.reset();
+        self.rec.reset();
+        self.frames.clear();
+        self.path.clear();
+        self.vb_act = None;
+        self.pending = Some(Act::Descend(Level::Envelope));
+        self.key_doom = None;
+        self.str_child = None;
+        self.text_left = self.eff.max_text_bytes;
+        self.result_mark = None;
+        self.result_done = false;
+        self.original_bytes = 0;
+        self.meta_at = None;
+        self.reserve_is_error = false;
+        self.reserve_result_type = false;
+        self.typed_failed = false;
+        self.digest = FNV_OFFSET;
+        self.hash_from = None;
+        self.id_mark = None;
+        self.id_hold = false;
+        self.id.clear();
+        self.block_hold = false;
+        self.dskip = None;
+        self.done = false;
+    }
+
+    /// The record of the current message (complete after `finish`).
+    pub fn record(&self) -> &Record {
+        &self.rec
+    }
+
+    /// The raw JSON of the message's `id`, once seen.
+    pub fn id(&self) -> Option<&[u8]> {
+        (!self.id.is_empty()).then_some(self.id.as_slice())
+    }
+
+    /// Encoded size of the original `result` value (after `finish`).
+    pub fn original_bytes(&self) -> u64 {
+        self.original_bytes
+    }
+
+    /// Whether a typed result was replaced by a `result_budget_exceeded` error.
+    pub fn typed_failed(&self) -> bool {
+        self.typed_failed
+    }
+
+    /// Push the next chunk of the message; committed output is appended to `out`.
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        let mut pos = 0;
+        if self.hash_from.is_some() {
+            self.hash_from = Some(0);
+        }
+        loop {
+            let tok = self.lex.next(input, &mut pos)?;
+            if tok == Tok::NeedMore {
+                break;
+            }
+            self.step(tok, input, pos)?;
+        }
+        if let Some(from) = self.hash_from {
+            self.digest = fnv1a(self.digest, input.get(from..).unwrap_or(&[]));
+        }
+        self.out.drain_into(out);
+        Ok(())
+    }
+
+    /// The message ended: flush the rest. The record is then complete.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<&Record, Error> {
+        loop {
+            let tok = self.lex.next_eof()?;
+            if tok == Tok::Eof {
+                break;
+            }
+            self.step(tok, &[], 0)?;
+        }
+        self.out.commit();
+        self.out.drain_into(out);
+        Ok(&self.rec)
+    }
+
+    fn sync_reserve(&mut self, before: usize) {
+        let grown = self.rec.paths_len().saturating_sub(before) as u64;
+        self.out.record_reserve += grown;
+    }
+
+    fn step(&mut self, tok: Tok, chunk: &[u8], pos: usize) -> Result<(), Error> {
+        if self.done {
+            return Ok(());
+        }
+        let paths_before = self.rec.paths_len();
+        if self.result_mark.is_some() && !self.result_done {
+            self.rec.path_room = self.out.avail();
+        } else {
+            self.rec.path_room = u64::MAX;
+        }
+        let forward = self.vb_act.is_some() || self.driver(tok, chunk, pos);
+        if let (true, Some(act)) = (forward, self.vb_act) {
+            let step = self
+                .vb
+                .token(tok, chunk, &mut self.lex, &mut self.out, &mut self.rec)?;
+            match step {
+                Step::More => {}
+                Step::Done => {
+                    self.vb_act = None;
+                    self.vb_done(act);
+                }
+                Step::Omitted => {
+                    self.vb_act = None;
+                    self.vb_omitted(act);
+                }
+            }
+        }
+        if self.result_mark.is_some() && !self.result_done {
+            self.sync_reserve(paths_before);
+        }
+        if self.eff.max_result_bytes != u64::MAX
+            && matches!(&self.treat, Treat::ToolResult(c) if c.typed)
+            && !self.typed_failed
+            && self.result_mark.is_some()
+            && !self.result_done
+            && self.rec.cut_other_than(BudgetKind::NonStandardField)
+        {
+            self.fail_typed();
+        }
+        Ok(())
+    }
+
+    /// Record a cut at the current path, listing the path only if the record
+    /// still has room for it inside the result ceiling.
+    fn add_cut(&mut self, kind: BudgetKind, count: u64) {
+        self.rec.path_room = if self.bounded() {
+            self.out.avail()
+        } else {
+            u64::MAX
+        };
+        self.rec.add(kind, count, self.path.get());
+    }
+
+    fn top_depth(&self) -> u32 {
+        self.frames.len() as u32
+    }
+
+    fn top_level(&self) -> Option<Level> {
+        self.frames.last().map(|f| f.level)
+    }
+
+    /// The action for a member `key` of a container at `level`.
+    fn classify(&self, level: Level, key: &[u8]) -> Act {
+        let project = matches!(self.treat, Treat::ToolResult(_));
+        match level {
+            Level::Envelope => match key {
+                b"result" if project => Act::Descend(Level::Result),
+                b"id" => Act::Id,
+                _ => Act::Pass,
+            },
+            Level::Result => match key {
+                b"content" => Act::Descend(Level::Content),
+                b"structuredContent" => Act::Structured,
+                b"_meta" => Act::Descend(Level::Meta),
+                b"isError" | b"resultType" | b"requestState" | b"inputRequests" | b"task" => {
+                    Act::Free
+                }
+                _ => Act::Drop(BudgetKind::NonStandardField),
+            },
+            Level::Block => match key {
+                b"text" => Act::Text,
+                b"data" => Act::Blob,
+                b"resource" => Act::Descend(Level::Resource),
+                _ => Act::Free,
+            },
+            Level::Resource => match key {
+                b"text" => Act::Text,
+                b"blob" => Act::Blob,
+                _ => Act::Free,
+            },
+            Level::Meta => {
+                if key == RECORD_KEY.as_bytes() {
+                    // A tool may not forge the engine's own record.
+                    Act::Drop(BudgetKind::NonStandardField)
+                } else {
+                    Act::Free
+                }
+            }
+            Level::Content => Act::Descend(Level::Block),
+        }
+    }
+
+    /// Whether this level lives under the result's byte ceiling.
+    fn bounded(&self) -> bool {
+        self.result_mark.is_some() && !self.result_done
+    }
+
+    /// Handle a token at a driver level. Returns true when the token starts a
+    /// value handed to the generic budget (the caller forwards it).
+    fn driver(&mut self, tok: Tok, chunk: &[u8], pos: usize) -> bool {
+        match tok {
+            Tok::Skipped(n) => self.driver_skipped(n),
+            Tok::StrBegin { key: true } => self.key_begin(),
+            Tok::StrSpan(a, b) => {
+                let bytes = chunk.get(a..b).unwrap_or(&[]);
+                self.out.write(bytes);
+                self.after_string_bytes();
+            }
+            Tok::StrHeld => {
+                let mut tmp = [0u8; 12];
+                let held = self.lex.held();
+                let n = held.len().min(12);
+                if let (Some(d), Some(s)) = (tmp.get_mut(..n), held.get(..n)) {
+                    d.copy_from_slice(s);
+                }
+                self.out.write(tmp.get(..n).unwrap_or(&[]));
+                self.after_string_bytes();
+            }
+            Tok::StrEnd => {
+                if self.lex.after_key() {
+                    self.key_end();
+                } else {
+                    self.string_end();
+                }
+            }
+            Tok::EndObject | Tok::EndArray => self.close(chunk, pos),
+            Tok::NeedMore | Tok::Eof => {}
+            _ => return self.value_start(tok, pos),
+        }
+        false
+    }
+
+    fn after_string_bytes(&mut self) {
+        if self.lex.in_key_string()
+            && self.key_doom.is_none()
+            && self.bounded()
+            && self.out.avail() < 3
+        {
+            self.key_doom = Some(self.out.bytes_kind());
+            self.out.rollback(self.key_mark);
+            self.lex.stop_keeping();
+        }
+    }
+
+    fn key_begin(&mut self) {
+        let Some(f) = self.frames.last_mut() else {
+            return;
+        };
+        f.seen += 1;
+        let comma = f.kept > 0;
+        self.key_mark = self.out.pos();
+        self.key_doom = None;
+        if comma {
+            self.out.byte(b',');
+        }
+        self.out.byte(b'"');
+        self.after_string_bytes();
+    }
+
+    fn key_end(&mut self) {
+        let Some(level) = self.top_level() else {
+            return;
+        };
+        let key_ok = !self.lex.key_overflowed();
+        self.path.push_key(self.lex.key(), key_ok);
+        let act = if key_ok {
+            self.classify(level, self.lex.key())
+        } else {
+            match level {
+                Level::Result => Act::Drop(BudgetKind::NonStandardField),
+                Level::Envelope => Act::Pass,
+                _ => Act::Free,
+            }
+        };
+        if level == Level::Result {
+            // The reserves for small result fields are released when they arrive.
+            if self.lex.key() == b"isError" && self.reserve_is_error {
+                self.reserve_is_error = false;
+                self.out.reserved = self.out.reserved.saturating_sub(IS_ERROR_RESERVE);
+            }
+            if self.lex.key() == b"resultType" && self.reserve_result_type {
+                self.reserve_result_type = false;
+                self.out.reserved = self.out.reserved.saturating_sub(RESULT_TYPE_RESERVE);
+            }
+        }
+        if let Some(kind) = self.key_doom.take() {
+            self.out.rollback(self.key_mark);
+            self.cannot_fit(kind, false);
+            return;
+        }
+        if let Act::Drop(kind) = act {
+            self.out.rollback(self.key_mark);
+            self.add_cut(kind, 1);
+            self.lex.skip_one(self.top_depth());
+            self.dskip = Some(DSkip::DropOne);
+            self.pending = None;
+            return;
+        }
+        self.out.write(b"\":");
+        self.pending = Some(act);
+    }
+
+    /// A member or item of the top driver frame does not fit even in its
+    /// smallest form (the output is already rolled back to its start).
+    /// `started`: its value's first token was consumed.
+    fn cannot_fit(&mut self, kind: BudgetKind, started: bool) {
+        let Some(level) = self.top_level() else {
+            return;
+        };
+        self.pending = None;
+        match level {
+            Level::Block | Level::Resource => self.fail_block(kind),
+            Level::Meta => {
+                // Prefix rule inside _meta: this member and the rest go.
+                self.lex.skip_rest(self.top_depth(), u64::from(started));
+                self.dskip = Some(DSkip::MetaRest(kind));
+            }
+            Level::Content | Level::Result | Level::Envelope => {
+                // Drop this one and go on: a later small field (isError) may still fit.
+                self.add_cut(kind, 1);
+                self.lex.skip_one(self.top_depth());
+                self.dskip = Some(DSkip::DropOne);
+            }
+        }
+    }
+
+    /// The nearest block can no longer be kept whole: skip its rest, drop it at its end.
+    fn fail_block(&mut self, kind: BudgetKind) {
+        let Some(b) = self.frames.iter().rposition(|f| f.level == Level::Block) else {
+            return;
+        };
+        if let Some(f) = self.frames.get_mut(b) {
+            if f.failed.is_none() {
+                f.failed = Some(kind);
+            }
+        }
+        self.str_child = None;
+        self.vb_act = None;
+        self.pending = None;
+        self.lex.skip_rest(b as u32 + 1, 0);
+        self.dskip = Some(DSkip::BlockFail);
+    }
+
+    fn fail_typed(&mut self) {
+        let Some(r) = self.frames.iter().rposition(|f| f.level == Level::Result) else {
+            return;
+        };
+        self.typed_failed = true;
+        self.vb_act = None;
+        self.str_child = None;
+        self.pending = None;
+        self.frames.truncate(r + 1);
+        if let Some(m) = self.result_mark {
+            self.out.rollback(m);
+        }
+        self.lex.skip_rest(r as u32 + 1, 0);
+        self.dskip = Some(DSkip::TypedFail);
+    }
+
+    fn driver_skipped(&mut self, n: u64) {
+        match self.dskip.take() {
+            Some(DSkip::DropOne) => self.child_end(),
+            Some(DSkip::BlockFail) => {
+                if let Some(b) = self.frames.iter().rposition(|f| f.level == Level::Block) {
+                    self.frames.truncate(b + 1);
+                    if let Some(f) = self.frames.last() {
+                        self.path.truncate(f.path_len, f.path_ovf);
+                    }
+                }
+            }
+            Some(DSkip::ContentTail) => {
+                if let Some(f) = self.frames.last() {
+                    let (len, ovf) = (self.path.len(), self.path.overflowed());
+                    self.path.push_index(f.seen);
+                    self.add_cut(BudgetKind::ContentBlocks, n);
+                    self.path.truncate(len, ovf);
+                }
+            }
+            Some(DSkip::MetaRest(kind)) => {
+                self.add_cut(kind, n);
+                if let Some(f) = self.frames.last() {
+                    self.path.truncate(f.path_len, f.path_ovf);
+                }
+            }
+            Some(DSkip::TypedFail) | None => {}
+        }
+    }
+
+    /// The current child of the top driver frame is complete.
+    fn child_end(&mut self) {
+        self.pending = None;
+        if let Some(f) = self.frames.last() {
+            self.path.truncate(f.path_len, f.path_ovf);
+        }
+        self.out.commit();
+    }
+
+    fn value_start(&mut self, tok: Tok, pos: usize) -> bool {
+        let act = if self.top_level() == Some(Level::Content) {
+            let Some(f) = self.frames.last_mut() else {
+                return false;
+            };
+            f.seen += 1;
+            let comma = f.kept > 0;
+            self.path.push_index(f.seen - 1);
+            self.key_mark = self.out.pos();
+            if comma {
+                self.out.byte(b',');
+            }
+            Act::Descend(Level::Block)
+        } else {
+            if self.frames.is_empty() {
+                self.key_mark = self.out.pos();
+            }
+            self.pending.take().unwrap_or(Act::Free)
+        };
+        let is_obj = tok == Tok::BeginObject;
+        let is_str = tok == Tok::StrBegin { key: false };
+        match act {
+            Act::Descend(level)
+                if (is_obj && level != Level::Content)
+                    || (tok == Tok::BeginArray && level == Level::Content) =>
+            {
+                self.open(level, is_obj, pos);
+                false
+            }
+            Act::Descend(Level::Meta) => {
+                // A `_meta` that is not an object cannot carry the record: drop it.
+                self.out.rollback(self.key_mark);
+                self.add_cut(BudgetKind::NonStandardField, 1);
+                self.lex.skip_one(self.top_depth());
+                self.dskip = Some(DSkip::DropOne);
+                false
+            }
+            Act::Text | Act::Blob if is_str => {
+                self.open_string(act);
+                false
+            }
+            Act::Drop(_) => false,
+            _ => {
+                let lim = match act {
+                    Act::Pass | Act::Id => Limits {
+                        max_nesting: self.lim.max_nesting,
+                        ..Limits::UNLIMITED
+                    },
+                    _ => self.eff.free(),
+                };
+                if act == Act::Structured {
+                    self.out.open_scope(
+                        1,
+                        self.eff.max_structured_bytes,
+                        BudgetKind::StructuredBytes,
+                    );
+                }
+                if act == Act::Id {
+                    self.id_mark = Some(self.out.pos());
+                    if !self.out.is_held() {
+                        self.out.hold_here();
+                        self.id_hold = true;
+                    }
+                }
+                if let Some(f) = self.frames.last_mut() {
+                    f.kept += 1;
+                }
+                self.vb
+                    .begin(lim, &self.path, self.top_depth(), self.key_mark);
+                self.vb_act = Some(act);
+                true
+            }
+        }
+    }
+
+    fn open(&mut self, level: Level, obj: bool, pos: usize) {
+        let reserved_at_open = self.out.reserved;
+        if level == Level::Result {
+            self.result_mark = Some(self.out.pos());
+            self.result_in_start = self.lex.offset_at(pos).saturating_sub(1);
+            self.hash_from = Some(pos.saturating_sub(1));
+            self.out
+                .open_scope(0, self.eff.max_result_bytes, BudgetKind::ResultBytes);
+            if matches!(&self.treat, Treat::ToolResult(c) if c.typed) {
+                self.out.hold_here();
+            }
+        } else if self.bounded() && 2 > self.out.avail() {
+            self.out.rollback(self.key_mark);
+            let kind = self.out.bytes_kind();
+            self.cannot_fit(kind, true);
+            return;
+        }
+        self.out.byte(if obj { b'{' } else { b'[' });
+        self.out.reserved += 1;
+        if level == Level::Result {
+            self.path.clear();
+            self.out.record_reserve = RECORD_RESERVE;
+            self.out.reserved += IS_ERROR_RESERVE + RESULT_TYPE_RESERVE;
+            self.reserve_is_error = true;
+            self.reserve_result_type = true;
+        }
+        if level == Level::Block && !self.out.is_held() {
+            self.out.hold_here_at(self.key_mark);
+            self.block_hold = true;
+        }
+        if let Some(f) = self.frames.last_mut() {
+            f.kept += 1;
+        }
+        self.frames.push(DFrame {
+            level,
+            kept: 0,
+            seen: 0,
+            path_len: self.path.len(),
+            path_ovf: self.path.overflowed(),
+            start_mark: self.key_mark,
+            failed: None,
+            reserved_at_open,
+        });
+        self.out.commit();
+        if level == Level::Content && self.eff.max_content_blocks == 0 {
+            self.lex.skip_rest(self.top_depth(), 0);
+            self.dskip = Some(DSkip::ContentTail);
+        }
+    }
+
+    fn open_string(&mut self, act: Act) {
+        if 2 > self.out.avail() {
+            self.out.rollback(self.key_mark);
+            let kind = self.out.bytes_kind();
+            self.cannot_fit(kind, true);
+            return;
+        }
+        self.out.byte(b'"');
+        self.out.reserved += 1;
+        if let Some(f) = self.frames.last_mut() {
+            f.kept += 1;
+        }
+        let enc_allow = self.out.avail();
+        let dec_allow = match act {
+            Act::Text => self.eff.max_text_block_bytes.min(self.text_left),
+            _ => u64::MAX,
+        };
+        self.lex.set_string_allowance(dec_allow, enc_allow);
+        self.str_child = Some(StrChild {
+            act,
+            start: self.out.pos(),
+            dec_allow,
+            enc_allow,
+        });
+    }
+
+    fn string_end(&mut self) {
+        let Some(sc) = self.str_child.take() else {
+            return;
+        };
+        let cut = self.lex.string_cut();
+        let total = self.lex.string_decoded_len();
+        if sc.act == Act::Blob {
+            if cut {
+                self.fail_block(BudgetKind::Blob);
+                return;
+            }
+        } else if cut {
+            let m = marker_len(total);
+            let kind = if self.lex.cut_by_decoded() {
+                if self.text_left < self.eff.max_text_block_bytes {
+                    BudgetKind::TextBytes
+                } else {
+                    BudgetKind::TextBlockBytes
+                }
+            } else {
+                self.out.bytes_kind()
+            };
+            if sc.dec_allow >= m && sc.enc_allow >= m {
+                let kept = self.out.tail_from(sc.start);
+                let (e, d) = unit_prefix(kept, sc.dec_allow - m, sc.enc_allow - m);
+                self.out.rollback(sc.start + e as u64);
+                let ml = write_marker(&mut self.out, total - d, total);
+                // `\n` is two encoded bytes and one decoded byte.
+                self.text_left = self.text_left.saturating_sub(d + ml - 1);
+            } else {
+                self.out.rollback(sc.start);
+                self.text_left = 0;
+            }
+            self.add_cut(kind, 1);
+        } else {
+            self.text_left = self.text_left.saturating_sub(total);
+        }
+        self.out.byte(b'"');
+        self.out.reserved = self.out.reserved.saturating_sub(1);
+        self.child_end();
+    }
+
+    fn close(&mut self, chunk: &[u8], pos: usize) {
+        let Some(f) = self.frames.pop() else {
+            return;
+        };
+        match f.level {
+            Level::Block => {
+                if let Some(kind) = f.failed {
+                    self.out.rollback(f.start_mark);
+                    self.out.reserved = f.reserved_at_open;
+                    self.path.truncate(f.path_len, f.path_ovf);
+                    self.add_cut(kind, 1);
+                    if let Some(p) = self.frames.last_mut() {
+                        p.kept = p.kept.saturating_sub(1);
+                    }
+                } else {
+                    self.out.byte(b'}');
+                    self.out.reserved = f.reserved_at_open;
+                }
+                if self.block_hold {
+                    self.out.release();
+                    self.block_hold = false;
+                }
+                self.child_end();
+                if let Some(p) = self.frames.last() {
+                    if p.level == Level::Content && p.kept >= self.eff.max_content_blocks {
+                        self.lex.skip_rest(self.top_depth(), 0);
+                        self.dskip = Some(DSkip::ContentTail);
+                    }
+                }
+            }
+            Level::Meta => {
+                let at = self.out.pos();
+                self.meta_at = Some((at, f.kept > 0));
+                self.out.hold_here();
+                self.out.byte(b'}');
+                self.out.reserved = f.reserved_at_open;
+                self.child_end();
+            }
+            Level::Result => self.result_end(f, chunk, pos),
+            Level::Content | Level::Resource | Level::Envelope => {
+                self.out.byte(if f.level == Level::Content {
+                    b']'
+                } else {
+                    b'}'
+                });
+                self.out.reserved = f.reserved_at_open;
+                self.child_end();
+            }
+        }
+    }
+
+    fn result_end(&mut self, f: DFrame, chunk: &[u8], pos: usize) {
+        self.original_bytes = self.lex.offset_at(pos).saturating_sub(self.result_in_start);
+        if let Some(from) = self.hash_from.take() {
+            self.digest = fnv1a(self.digest, chunk.get(from..pos).unwrap_or(&[]));
+        }
+        self.out.reserved = f.reserved_at_open;
+        self.out.record_reserve = 0;
+        self.out.close_scope(0);
+        self.out.close_scope(1);
+        if self.typed_failed {
+            if let Some(m) = self.result_mark {
+                self.out.rollback(m);
+            }
+            self.write_typed_error();
+        } else if self.rec.truncated() {
+            let mut rec = std::mem::take(&mut self.scratch);
+            rec.clear();
+            rec.push(b'{');
+            self.rec.write_fields(&mut rec);
+            rec.extend_from_slice(ORIGINAL_FIELD);
+            push_u64(&mut rec, self.original_bytes);
+            rec.push(b'}');
+            match self.meta_at {
+                Some((at, nonempty)) => {
+                    let mut ins = Vec::with_capacity(rec.len() + 32);
+                    if nonempty {
+                        ins.push(b',');
+                    }
+                    ins.extend_from_slice(b"\"resultbudget/truncation\":");
+                    ins.extend_from_slice(&rec);
+                    self.out.insert(at, &ins);
+                    self.out.byte(b'}');
+                }
+                None => {
+                    if f.kept > 0 {
+                        self.out.byte(b',');
+                    }
+                    self.out.write(b"\"_meta\":{\"resultbudget/truncation\":");
+                    self.out.write(&rec);
+                    self.out.write(b"}}");
+                }
+            }
+            self.scratch = rec;
+        } else {
+            self.out.byte(b'}');
+        }
+        self.result_done = true;
+        self.out.release();
+        self.child_end();
+    }
+
+    fn vb_done(&mut self, act: Act) {
+        match act {
+            Act::Structured => self.out.close_scope(1),
+            Act::Id => {
+                if let Some(m) = self.id_mark.take() {
+                    let bytes = self.out.tail_from(m);
+                    if bytes.len() <= 64 {
+                        self.id.clear();
+                        self.id.extend_from_slice(bytes);
+                    }
+                }
+                if self.id_hold {
+                    self.out.release();
+                    self.id_hold = false;
+                }
+            }
+            _ => {}
+        }
+        self.child_end();
+    }
+
+    fn vb_omitted(&mut self, act: Act) {
+        let kind = self.vb.root_omitted_kind;
+        if act == Act::Structured {
+            self.out.close_scope(1);
+        }
+        if let Some(f) = self.frames.last_mut() {
+            f.kept = f.kept.saturating_sub(1);
+        }
+        match self.top_level() {
+            Some(Level::Block | Level::Resource) => self.fail_block(kind),
+            _ => {
+                self.add_cut(kind, 1);
+                self.child_end();
+            }
+        }
+    }
+
+    fn write_typed_error(&mut self) {
+        let (tool, read_only, req_id) = match &self.treat {
+            Treat::ToolResult(c) => (
+                c.tool.clone().unwrap_or_else(|| "unknown".into()),
+                c.read_only,
+                c.request_id.clone(),
+            ),
+            Treat::Pass => ("unknown".into(), true, None),
+        };
+        let text = typed_error_text(
+            read_only,
+            &tool,
+            self.original_bytes,
+            self.eff.max_result_bytes,
+        );
+        let id = req_id.unwrap_or_else(|| self.id.clone());
+        for with_paths in [true, false] {
+            if !with_paths {
+                self.rec.unlist_paths();
+            }
+            let mut v = Vec::with_capacity(1024);
+            v.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+            push_json_string(&mut v, &text);
+            v.extend_from_slice(b"}],\"isError\":true,\"_meta\":{\"resultbudget/truncation\":{");
+            self.rec.write_fields(&mut v);
+            v.extend_from_slice(ORIGINAL_FIELD);
+            push_u64(&mut v, self.original_bytes);
+            v.push(b'}');
+            if !read_only {
+                v.extend_from_slice(b",\"resultbudget/receipt\":{\"tool\":");
+                push_json_string(&mut v, &tool);
+                v.extend_from_slice(b",\"request_id\":");
+                if id.is_empty() {
+                    v.extend_from_slice(b"null");
+                } else {
+                    v.extend_from_slice(&id);
+                }
+                v.extend_from_slice(b",\"result_bytes\":");
+                push_u64(&mut v, self.original_bytes);
+                v.extend_from_slice(b",\"digest\":\"fnv1a64:");
+                v.extend_from_slice(format!("{:016x}", self.digest).as_bytes());
+                v.extend_from_slice(b"\",\"applied\":\"may_have_changed_state\"}");
+            }
+            v.extend_from_slice(b"}}");
+            if v.len() as u64 <= self.eff.max_result_bytes || !with_paths {
+                self.out.write(&v);
+                return;
+            }
+        }
+    }
+}
+
+/// The text of a typed tool's over-budget error (see `specs/typed-success-policy.json`).
+pub fn typed_error_text(read_only: bool, tool: &str, bytes: u64, limit: u64) -> String {
+    let tmpl = if read_only {
+        READ_ONLY_TEXT
+    } else {
+        MUTATION_TEXT
+    };
+    tmpl.replace("{tool}", tool)
+        .replace("{result_bytes}", &bytes.to_string())
+        .replace("{limit}", &limit.to_string())
+}
+
+/// Template for a read-only typed tool (placeholders `{tool}`, `{result_bytes}`, `{limit}`).
+pub const READ_ONLY_TEXT: &str = "result_budget_exceeded: the complete result of tool {tool} is {result_bytes} bytes, over the result budget of {limit} bytes, and a typed result is never cut. Nothing was returned. Ask for less: pass a smaller limit, continue from a cursor, add filters, or read a narrower path.";
+/// Template for a typed tool that may have changed state.
+pub const MUTATION_TEXT: &str = "result_budget_exceeded: tool {tool} ran, but its complete result of {result_bytes} bytes is over the result budget of {limit} bytes, so it was not returned. The call may already have changed state: do not repeat it. Check the outcome with a read-only tool; the receipt is in _meta[\"resultbudget/receipt\"].";
+
+/// Append `s` as a JSON string.
+pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0..=0x1F => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 15) as usize]);
+            }
+            _ => out.push(b),
+        }
+    }
+    out.push(b'"');
+}
