@@ -1,5 +1,8 @@
 //! Command-line front ends (kept in the library so tests can call them).
+use crate::guard::{ArgCaps, Guard};
+use crate::inventory::Inventory;
 use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
+use crate::proxy::{LogLevel, ProxyConfig};
 use crate::{Budget, Limits};
 use clap::Args;
 use std::io::{Read, Write};
@@ -302,4 +305,121 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         return 1;
     }
     0
+}
+
+/// Request-guard flags (caps on `tools/call` arguments).
+#[derive(Args, Debug, Clone)]
+pub struct GuardArgs {
+    /// Encoded bytes of params.arguments.
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_arg_bytes)]
+    pub max_arg_bytes: u64,
+    /// Items in any array of the arguments.
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_arg_items)]
+    pub max_arg_items: u64,
+    /// UTF-8 bytes of any string of the arguments.
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_arg_string_bytes)]
+    pub max_arg_string_bytes: u64,
+    /// Characters of any string of the arguments.
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_arg_string_chars)]
+    pub max_arg_string_chars: u64,
+    /// Members of any object of the arguments.
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_arg_keys)]
+    pub max_arg_keys: u64,
+    /// Nesting of the arguments (the arguments object is level 1).
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_arg_depth)]
+    pub max_arg_depth: u64,
+    /// Bytes of a whole tools/call request line.
+    #[arg(long, value_parser = parse_limit, default_value_t = ArgCaps::DEFAULT.max_request_bytes)]
+    pub max_request_bytes: u64,
+}
+
+impl GuardArgs {
+    pub fn caps(&self) -> ArgCaps {
+        ArgCaps {
+            max_arg_bytes: self.max_arg_bytes,
+            max_arg_items: self.max_arg_items,
+            max_arg_string_bytes: self.max_arg_string_bytes,
+            max_arg_string_chars: self.max_arg_string_chars,
+            max_arg_keys: self.max_arg_keys,
+            max_arg_depth: self.max_arg_depth,
+            max_request_bytes: self.max_request_bytes,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ProxyArgs {
+    #[command(flatten)]
+    pub mcp: McpArgs,
+    #[command(flatten)]
+    pub guard: GuardArgs,
+    /// Tool inventory (per-tool budgets, classification, caps).
+    #[arg(long)]
+    pub inventory: Option<std::path::PathBuf>,
+    /// Log verbosity (logs go to stderr only).
+    #[arg(long, value_enum, default_value = "warn")]
+    pub log_level: LogLevel,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+fn load_inventory(path: Option<&std::path::Path>) -> Result<Option<Inventory>, u8> {
+    let Some(p) = path else { return Ok(None) };
+    match Inventory::load(p) {
+        Ok(inv) => Ok(Some(inv)),
+        Err(problems) => {
+            for m in problems {
+                eprintln!("resultbudget: inventory {}: {m}", p.display());
+            }
+            Err(2)
+        }
+    }
+}
+
+/// `resultbudget proxy [flags] -- server command`.
+pub fn run_proxy(args: ProxyArgs) -> u8 {
+    let lim = args.mcp.limits();
+    if let Err(e) = lim.validate() {
+        eprintln!("resultbudget: {e}");
+        return 2;
+    }
+    let inventory = match load_inventory(args.inventory.as_deref()) {
+        Ok(i) => i,
+        Err(code) => return code,
+    };
+    let cfg = ProxyConfig {
+        limits: lim,
+        inventory,
+        guard: Guard::new(args.guard.caps()),
+        log_level: args.log_level,
+        ..ProxyConfig::default()
+    };
+    crate::proxy::run(cfg, &args.command)
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum InventoryCmd {
+    /// Validate an inventory file against its schema and invariants.
+    Check { file: std::path::PathBuf },
+    /// Start a server, read every page of tools/list, and report what breaks the contract.
+    Audit(crate::audit::AuditArgs),
+}
+
+pub fn run_inventory(cmd: InventoryCmd) -> u8 {
+    match cmd {
+        InventoryCmd::Check { file } => match Inventory::load(&file) {
+            Ok(inv) => {
+                println!("{}: ok, {} row(s)", file.display(), inv.rows.len());
+                0
+            }
+            Err(problems) => {
+                for m in problems {
+                    println!("{}: {m}", file.display());
+                }
+                1
+            }
+        },
+        InventoryCmd::Audit(a) => crate::audit::run(a),
+    }
 }

@@ -2,16 +2,22 @@
 //!
 //! Data flows one way: bytes → [`tokenizer`] → policy ([`budget`]) → output.
 
+pub mod audit;
 pub mod budget;
 pub mod cli;
 pub mod error;
 pub mod framing;
+pub mod guard;
+pub mod inventory;
 pub mod jsonrpc;
 pub mod limits;
 pub mod mcp;
 mod out;
+pub mod proxy;
 pub mod record;
+pub mod sniff;
 pub mod tokenizer;
+pub mod transport;
 
 pub use budget::{Budget, Status};
 pub use error::{Error, ErrorKind};

@@ -396,6 +396,13 @@ impl Projector {
         &self.lim
     }
 
+    /// Use other limits from the next `begin` on (they must be valid).
+    pub fn set_limits(&mut self, lim: McpLimits) {
+        if lim.validate().is_ok() {
+            self.lim = lim;
+        }
+    }
+
     /// Start a new message.
     pub fn begin(&mut self, treat: Treat) {
         self.eff = match &treat {

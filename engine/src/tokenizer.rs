@@ -232,6 +232,8 @@ pub struct Tokenizer {
     allow_dec: u64,
     allow_enc: u64,
     dec_total: u64,
+    /// Characters (Unicode scalar values) of the current string so far.
+    chars_total: u64,
     esc: Esc,
     utf_need: u8,
     utf_lo: u8,
@@ -282,6 +284,7 @@ impl Tokenizer {
             allow_dec: u64::MAX,
             allow_enc: u64::MAX,
             dec_total: 0,
+            chars_total: 0,
             esc: Esc::None,
             utf_need: 0,
             utf_lo: 0,
@@ -380,6 +383,11 @@ impl Tokenizer {
         self.dec_total
     }
 
+    /// Characters (Unicode scalar values) of the current string so far.
+    pub fn string_chars(&self) -> u64 {
+        self.chars_total
+    }
+
     /// The decoded key (its first [`KEY_CAP`] bytes) after `StrEnd` of a key.
     pub fn key(&self) -> &[u8] {
         let n = (self.key_len as usize).min(KEY_CAP);
@@ -462,6 +470,7 @@ impl Tokenizer {
         self.allow_dec = u64::MAX;
         self.allow_enc = u64::MAX;
         self.dec_total = 0;
+        self.chars_total = 0;
         self.esc = Esc::None;
         self.utf_need = 0;
         self.held_len = 0;
@@ -690,6 +699,7 @@ impl Tokenizer {
         };
         let dec = if dec == 0 { enc } else { dec };
         self.dec_total += dec;
+        self.chars_total += 1;
         let from_prev = self.unit_from_prev;
         self.unit_from_prev = false;
         if !self.keep {
@@ -739,6 +749,7 @@ impl Tokenizer {
                 let run = (i - run_start) as u64;
                 if run > 0 {
                     self.dec_total += run;
+                    self.chars_total += run;
                     if self.in_key {
                         let bytes = chunk.get(run_start..i).unwrap_or(&[]);
                         self.push_key_bytes(bytes);

@@ -20,6 +20,11 @@ enum Cmd {
     Budget(cli::BudgetArgs),
     /// Budget every tools/call result in newline-delimited JSON-RPC from stdin.
     Filter(cli::FilterArgs),
+    /// Run an MCP server behind the budget: resultbudget proxy [flags] -- <server command>.
+    Proxy(cli::ProxyArgs),
+    /// Check an inventory file, or audit a server's tools against it.
+    #[command(subcommand)]
+    Inventory(cli::InventoryCmd),
 }
 
 fn main() -> ExitCode {
@@ -27,6 +32,8 @@ fn main() -> ExitCode {
     let code = match cli.cmd {
         Cmd::Budget(a) => cli::run_budget(a),
         Cmd::Filter(a) => cli::run_filter(a),
+        Cmd::Proxy(a) => cli::run_proxy(a),
+        Cmd::Inventory(c) => cli::run_inventory(c),
     };
     ExitCode::from(code)
 }

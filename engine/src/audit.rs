@@ -1,0 +1,283 @@
+//! `resultbudget inventory audit -- <server command>`: start a server, read every
+//! page of `tools/list`, and report each tool that breaks the inventory contract.
+
+use crate::inventory::{Class, Inventory};
+use clap::Args;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+#[derive(Args, Debug, Clone)]
+pub struct AuditArgs {
+    /// The inventory to audit against (without one, every tool lacks a row).
+    #[arg(long)]
+    pub inventory: Option<std::path::PathBuf>,
+    /// Print one JSON report on stdout instead of lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds to wait for each answer.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+    /// The server command and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// One problem found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub tool: String,
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+const QUERY_NAMES: [&str; 3] = ["q", "query", "search"];
+
+/// Check a list of tools (as `tools/list` returns them) against an inventory.
+pub fn audit_tools(tools: &[Value], inv: Option<&Inventory>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for t in tools {
+        let name = t
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let row = inv.and_then(|i| i.row(&name));
+        if row.is_none() {
+            out.push(Finding {
+                tool: name.clone(),
+                kind: "no_inventory_row",
+                detail: "the tool has no inventory row".into(),
+            });
+        }
+        let class = row.map(|r| r.class).or_else(|| Class::by_name(&name));
+        let schema = t.get("inputSchema");
+        let props = schema
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object);
+        let required: Vec<&str> = schema
+            .and_then(|s| s.get("required"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let has = |k: &str| props.is_some_and(|p| p.contains_key(k));
+        match class {
+            Some(Class::List) => {
+                for q in QUERY_NAMES {
+                    if has(q) {
+                        out.push(Finding {
+                            tool: name.clone(),
+                            kind: "list_accepts_query",
+                            detail: format!("a list tool whose inputSchema accepts {q:?}"),
+                        });
+                    }
+                }
+            }
+            Some(Class::Search) => {
+                let qs: Vec<String> = match row {
+                    Some(r) if !r.query_params.is_empty() => r.query_params.clone(),
+                    _ => QUERY_NAMES.iter().map(|s| s.to_string()).collect(),
+                };
+                if !qs.iter().any(|q| required.contains(&q.as_str())) {
+                    out.push(Finding {
+                        tool: name.clone(),
+                        kind: "search_query_optional",
+                        detail: format!(
+                            "a search tool that does not require a query ({})",
+                            qs.join("/")
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+        let paged = matches!(
+            class,
+            Some(Class::List | Class::Search | Class::Discovery | Class::Directory)
+        );
+        if paged {
+            let limit_param = row
+                .and_then(|r| r.limit.as_ref())
+                .map_or("limit".to_string(), |l| l.param.clone());
+            if !has(&limit_param) {
+                out.push(Finding {
+                    tool: name.clone(),
+                    kind: "paged_without_limit",
+                    detail: format!("a paged tool without {limit_param:?} in its inputSchema"),
+                });
+            }
+            if !has("cursor") {
+                out.push(Finding {
+                    tool: name.clone(),
+                    kind: "paged_without_cursor",
+                    detail: "a paged tool without \"cursor\" in its inputSchema".into(),
+                });
+            }
+        }
+        if let Some((def, max)) = class.and_then(Class::default_limits) {
+            if let Some(l) = props.and_then(|p| p.get("limit")) {
+                if let Some(m) = l.get("maximum").and_then(Value::as_u64) {
+                    if m > max {
+                        out.push(Finding {
+                            tool: name.clone(),
+                            kind: "limit_outside_defaults",
+                            detail: format!("inputSchema limit maximum {m} is above {max}"),
+                        });
+                    }
+                }
+                if let Some(d) = l.get("default").and_then(Value::as_u64) {
+                    if d > def {
+                        out.push(Finding {
+                            tool: name.clone(),
+                            kind: "limit_outside_defaults",
+                            detail: format!("inputSchema limit default {d} is above {def}"),
+                        });
+                    }
+                }
+            }
+            if let Some(l) = row.and_then(|r| r.limit.as_ref()) {
+                if l.max > max || l.default > def {
+                    out.push(Finding {
+                        tool: name.clone(),
+                        kind: "limit_outside_defaults",
+                        detail: format!(
+                            "inventory limit {}/{} is outside the {} defaults {def}/{max}",
+                            l.default,
+                            l.max,
+                            class.map_or("", Class::as_str)
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Talk to the server: initialize, then every page of tools/list.
+pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, String> {
+    let (prog, args) = cmd
+        .split_first()
+        .ok_or("audit needs a server command after --")?;
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start {prog}: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            match line {
+                Ok(l) => {
+                    if tx.send(l).is_err() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+    });
+    let mut send = |v: &Value| -> Result<(), String> {
+        let mut s = v.to_string();
+        s.push('\n');
+        stdin
+            .write_all(s.as_bytes())
+            .map_err(|e| format!("writing to the server: {e}"))
+    };
+    let wait = |id: u64,
+                send_reply: &mut dyn FnMut(&Value) -> Result<(), String>|
+     -> Result<Value, String> {
+        loop {
+            let line = rx
+                .recv_timeout(timeout)
+                .map_err(|_| format!("no answer to request {id} within {}s", timeout.as_secs()))?;
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v.get("method").is_some() && v.get("id").is_some() {
+                // A request from the server (roots/list, …): answer politely.
+                let reply = json!({"jsonrpc":"2.0","id":v["id"],"result":{"roots":[]}});
+                send_reply(&reply)?;
+                continue;
+            }
+            if v.get("id").and_then(Value::as_u64) == Some(id) {
+                if let Some(e) = v.get("error") {
+                    return Err(format!("request {id} failed: {e}"));
+                }
+                return Ok(v.get("result").cloned().unwrap_or(Value::Null));
+            }
+        }
+    };
+    send(
+        &json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "clientInfo":{"name":"resultbudget-audit","version":env!("CARGO_PKG_VERSION")}}}),
+    )?;
+    wait(1, &mut send)?;
+    send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))?;
+    let mut tools = Vec::new();
+    let mut cursor: Option<Value> = None;
+    let mut id = 2u64;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/list","params":params}))?;
+        let r = wait(id, &mut send)?;
+        if let Some(a) = r.get("tools").and_then(Value::as_array) {
+            tools.extend(a.iter().cloned());
+        }
+        match r.get("nextCursor") {
+            Some(c) if !c.is_null() && id < 1000 => cursor = Some(c.clone()),
+            _ => break,
+        }
+        id += 1;
+    }
+    drop(send);
+    let _ = child.kill();
+    let _ = child.wait();
+    Ok(tools)
+}
+
+pub fn run(a: AuditArgs) -> u8 {
+    let inv = match &a.inventory {
+        Some(p) => match Inventory::load(p) {
+            Ok(i) => Some(i),
+            Err(problems) => {
+                for m in problems {
+                    eprintln!("resultbudget: inventory {}: {m}", p.display());
+                }
+                return 2;
+            }
+        },
+        None => None,
+    };
+    let tools = match fetch_tools(&a.command, Duration::from_secs(a.timeout)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("resultbudget: audit: {e}");
+            return 2;
+        }
+    };
+    let findings = audit_tools(&tools, inv.as_ref());
+    if a.json {
+        let report = json!({
+            "tools": tools.iter().filter_map(|t| t.get("name")).collect::<Vec<_>>(),
+            "findings": findings.iter().map(|f| json!({"tool": f.tool, "kind": f.kind, "detail": f.detail})).collect::<Vec<_>>(),
+        });
+        println!("{report}");
+    } else {
+        for f in &findings {
+            println!("{}: {}: {}", f.tool, f.kind, f.detail);
+        }
+        println!("{} tool(s), {} finding(s)", tools.len(), findings.len());
+    }
+    u8::from(!findings.is_empty())
+}

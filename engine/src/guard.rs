@@ -1,0 +1,819 @@
+//! The request guard: measure a `tools/call` request as it streams and refuse
+//! it before it reaches the server when its arguments break a cap, or when it
+//! breaks the list-versus-search contract or a `limit` maximum.
+//!
+//! Nothing is built: the guard walks the tokens once, keeping the largest value
+//! of each measure and where it was (a JSON Pointer), so a 10 MB argument is
+//! refused after its cap is crossed, not after it was held.
+
+use crate::inventory::{Class, Inventory, Row};
+use crate::mcp::push_json_string;
+use crate::record::PointerBuf;
+use crate::tokenizer::{Tok, Tokenizer};
+
+/// Caps on `params.arguments` and on the whole request line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgCaps {
+    /// Encoded bytes of `params.arguments`. Protects: the server from payloads it
+    /// would half-apply. Does not bound: `_meta` and other `params` members.
+    pub max_arg_bytes: u64,
+    /// Items in any array inside the arguments.
+    pub max_arg_items: u64,
+    /// Decoded UTF-8 bytes of any string (value or key) inside the arguments.
+    pub max_arg_string_bytes: u64,
+    /// Characters (Unicode scalar values) of any string inside the arguments.
+    pub max_arg_string_chars: u64,
+    /// Members of any object inside the arguments (the arguments object included).
+    pub max_arg_keys: u64,
+    /// Nesting of the arguments (the arguments object is level 1).
+    pub max_arg_depth: u64,
+    /// Bytes of the whole request line (arguments, `_meta`, `task`,
+    /// `inputResponses`, `requestState`, envelope). Protects: the proxy's hold of a
+    /// call until it is checked (it never holds more than this).
+    pub max_request_bytes: u64,
+}
+
+impl ArgCaps {
+    pub const DEFAULT: ArgCaps = ArgCaps {
+        max_arg_bytes: 1024 * 1024,
+        max_arg_items: 10_000,
+        max_arg_string_bytes: 512 * 1024,
+        max_arg_string_chars: 512 * 1024,
+        max_arg_keys: 1_000,
+        max_arg_depth: 32,
+        max_request_bytes: 2 * 1024 * 1024,
+    };
+
+    fn loosest(self, o: ArgCaps) -> ArgCaps {
+        ArgCaps {
+            max_arg_bytes: self.max_arg_bytes.max(o.max_arg_bytes),
+            max_arg_items: self.max_arg_items.max(o.max_arg_items),
+            max_arg_string_bytes: self.max_arg_string_bytes.max(o.max_arg_string_bytes),
+            max_arg_string_chars: self.max_arg_string_chars.max(o.max_arg_string_chars),
+            max_arg_keys: self.max_arg_keys.max(o.max_arg_keys),
+            max_arg_depth: self.max_arg_depth.max(o.max_arg_depth),
+            max_request_bytes: self.max_request_bytes.max(o.max_request_bytes),
+        }
+    }
+}
+
+impl Default for ArgCaps {
+    fn default() -> Self {
+        ArgCaps::DEFAULT
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum M {
+    ArgBytes = 0,
+    Items = 1,
+    StrBytes = 2,
+    StrChars = 3,
+    Keys = 4,
+    Depth = 5,
+    RequestBytes = 6,
+}
+
+const METRICS: [M; 7] = [
+    M::RequestBytes,
+    M::ArgBytes,
+    M::Depth,
+    M::Keys,
+    M::Items,
+    M::StrBytes,
+    M::StrChars,
+];
+
+impl M {
+    fn cap_name(self) -> &'static str {
+        match self {
+            M::ArgBytes => "max_arg_bytes",
+            M::Items => "max_arg_items",
+            M::StrBytes => "max_arg_string_bytes",
+            M::StrChars => "max_arg_string_chars",
+            M::Keys => "max_arg_keys",
+            M::Depth => "max_arg_depth",
+            M::RequestBytes => "max_request_bytes",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            M::ArgBytes => "the arguments are",
+            M::Items => "an array has",
+            M::StrBytes => "a string is",
+            M::StrChars => "a string is",
+            M::Keys => "an object has",
+            M::Depth => "the arguments nest",
+            M::RequestBytes => "the request is",
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            M::ArgBytes | M::StrBytes | M::RequestBytes => "bytes",
+            M::Items => "items",
+            M::StrChars => "characters",
+            M::Keys => "members",
+            M::Depth => "levels",
+        }
+    }
+
+    fn cap(self, c: &ArgCaps) -> u64 {
+        match self {
+            M::ArgBytes => c.max_arg_bytes,
+            M::Items => c.max_arg_items,
+            M::StrBytes => c.max_arg_string_bytes,
+            M::StrChars => c.max_arg_string_chars,
+            M::Keys => c.max_arg_keys,
+            M::Depth => c.max_arg_depth,
+            M::RequestBytes => c.max_request_bytes,
+        }
+    }
+}
+
+/// Why a call was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardVerdict {
+    /// A cap was broken: which, where (pointer into `params`), the limit, the size.
+    Cap {
+        cap: &'static str,
+        pointer: String,
+        limit: u64,
+        size: u64,
+        what: &'static str,
+        unit: &'static str,
+    },
+    /// A list tool was given a query argument.
+    QueryOnList {
+        tool: String,
+        arg: String,
+        twin: Option<String>,
+    },
+    /// A search tool was called without a non-empty query.
+    MissingQuery { tool: String, params: Vec<String> },
+    /// `limit` above the maximum.
+    LimitTooHigh {
+        tool: String,
+        param: String,
+        limit: u64,
+        max: u64,
+    },
+}
+
+impl GuardVerdict {
+    /// One line for logs.
+    pub fn summary(&self) -> String {
+        match self {
+            GuardVerdict::Cap {
+                cap,
+                pointer,
+                limit,
+                size,
+                ..
+            } => format!("{cap} at {pointer:?}: {size} > {limit}"),
+            GuardVerdict::QueryOnList { arg, .. } => {
+                format!("list tool given query argument {arg:?}")
+            }
+            GuardVerdict::MissingQuery { .. } => "search tool without a query".into(),
+            GuardVerdict::LimitTooHigh { limit, max, .. } => format!("limit {limit} > max {max}"),
+        }
+    }
+
+    /// The message the model reads.
+    pub fn message(&self) -> String {
+        match self {
+            GuardVerdict::Cap {
+                cap,
+                pointer,
+                limit,
+                size,
+                what,
+                unit,
+            } => format!(
+                "resultbudget refused this call before it reached the server: {what} {size} {unit} at {ptr}, over the limit of {limit} ({cap}). Nothing was sent and nothing was applied. Send a smaller payload (split it into several calls if the tool allows).",
+                ptr = if pointer.is_empty() { "the request" } else { pointer }
+            ),
+            GuardVerdict::QueryOnList { tool, arg, twin } => {
+                let hint = match twin {
+                    Some(t) => format!(" To find items by text, call {t} with your query instead."),
+                    None => " It browses one page at a time; to find items by text, use the server's search tool.".into(),
+                };
+                format!(
+                    "resultbudget refused this call: {tool} is a list (browse) tool and does not take a query argument ({arg:?}).{hint} Nothing was sent."
+                )
+            }
+            GuardVerdict::MissingQuery { tool, params } => format!(
+                "resultbudget refused this call: {tool} is a search tool and needs a non-empty query ({}). To browse without a query, use the matching list tool. Nothing was sent.",
+                params.join(" or ")
+            ),
+            GuardVerdict::LimitTooHigh { tool, param, limit, max } => format!(
+                "resultbudget refused this call: {param} {limit} is above the maximum of {max} for {tool}. Ask for at most {max} and continue with the cursor for more. Nothing was sent."
+            ),
+        }
+    }
+
+    /// Append the JSON-RPC response (an `isError: true` result, the form the
+    /// specification asks for on input errors so the model can correct itself).
+    pub fn write_response(&self, out: &mut Vec<u8>, id: Option<&[u8]>, modern: bool) {
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.extend_from_slice(id.unwrap_or(b"null"));
+        out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+        push_json_string(out, &self.message());
+        out.extend_from_slice(b"}],\"isError\":true,");
+        if modern {
+            out.extend_from_slice(b"\"resultType\":\"complete\",");
+        }
+        out.extend_from_slice(b"\"_meta\":{\"resultbudget/refusal\":{\"reason\":");
+        let (reason, extra) = match self {
+            GuardVerdict::Cap {
+                cap,
+                pointer,
+                limit,
+                size,
+                ..
+            } => {
+                let mut e = Vec::new();
+                e.extend_from_slice(b",\"cap\":");
+                push_json_string(&mut e, cap);
+                e.extend_from_slice(b",\"pointer\":");
+                push_json_string(&mut e, pointer);
+                e.extend_from_slice(format!(",\"limit\":{limit},\"size\":{size}").as_bytes());
+                ("argument_cap", e)
+            }
+            GuardVerdict::QueryOnList { arg, twin, .. } => {
+                let mut e = Vec::new();
+                e.extend_from_slice(b",\"argument\":");
+                push_json_string(&mut e, arg);
+                e.extend_from_slice(b",\"search_tool\":");
+                match twin {
+                    Some(t) => push_json_string(&mut e, t),
+                    None => e.extend_from_slice(b"null"),
+                }
+                ("query_on_list_tool", e)
+            }
+            GuardVerdict::MissingQuery { .. } => ("search_without_query", Vec::new()),
+            GuardVerdict::LimitTooHigh {
+                param, limit, max, ..
+            } => {
+                let mut e = Vec::new();
+                e.extend_from_slice(b",\"param\":");
+                push_json_string(&mut e, param);
+                e.extend_from_slice(format!(",\"limit\":{limit},\"max\":{max}").as_bytes());
+                ("limit_above_max", e)
+            }
+        };
+        push_json_string(out, reason);
+        out.extend_from_slice(&extra);
+        out.extend_from_slice(b"}}}}");
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct GFrame {
+    obj: bool,
+    count: u64,
+    path_len: usize,
+    path_ovf: bool,
+}
+
+/// The container the walk expects next (after a key it looks into).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    None,
+    Params,
+    Args,
+    Meta,
+}
+
+/// A top-level argument the contract looks at.
+#[derive(Debug, Clone, Default)]
+struct TopArg {
+    /// Query-like argument names present, with whether they were non-empty strings.
+    queries: Vec<(String, bool)>,
+    /// The `limit` value, if an unsigned integer, and its byte span in the line.
+    limit: Option<(u64, u64, u64)>,
+    limit_param: String,
+}
+
+/// The streaming request guard. One line at a time: `feed` pieces, then `finish`.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    caps: ArgCaps,
+    inventory: Option<Inventory>,
+    lex: Tokenizer,
+    broken: bool,
+    line_bytes: u64,
+    frames: Vec<GFrame>,
+    expect: Expect,
+    params_open: bool,
+    meta_open: bool,
+    path: PointerBuf,
+    max: [(u64, PointerBuf); 7],
+    args_start: Option<u64>,
+    args_bytes: Option<u64>,
+    name: Vec<u8>,
+    name_capture: bool,
+    modern: bool,
+    modern_capture: bool,
+    top: TopArg,
+    top_key: Vec<u8>,
+    num_start: Option<u64>,
+    num: Vec<u8>,
+    early: Option<GuardVerdict>,
+}
+
+impl Default for Guard {
+    fn default() -> Self {
+        Guard::new(ArgCaps::DEFAULT)
+    }
+}
+
+const QUERY_NAMES: [&str; 3] = ["q", "query", "search"];
+
+impl Guard {
+    pub fn new(caps: ArgCaps) -> Guard {
+        let pb = PointerBuf::new();
+        Guard {
+            caps,
+            inventory: None,
+            lex: Tokenizer::default(),
+            broken: false,
+            line_bytes: 0,
+            frames: Vec::with_capacity(64),
+            expect: Expect::None,
+            params_open: false,
+            meta_open: false,
+            path: PointerBuf::new(),
+            max: [
+                (0, pb.clone()),
+                (0, pb.clone()),
+                (0, pb.clone()),
+                (0, pb.clone()),
+                (0, pb.clone()),
+                (0, pb.clone()),
+                (0, pb),
+            ],
+            args_start: None,
+            args_bytes: None,
+            name: Vec::new(),
+            name_capture: false,
+            modern: false,
+            modern_capture: false,
+            top: TopArg::default(),
+            top_key: Vec::new(),
+            num_start: None,
+            num: Vec::new(),
+            early: None,
+        }
+    }
+
+    pub fn caps(&self) -> &ArgCaps {
+        &self.caps
+    }
+
+    pub fn set_inventory(&mut self, inv: Option<Inventory>) {
+        self.inventory = inv;
+    }
+
+    /// Start a new line.
+    pub fn reset(&mut self) {
+        self.lex.reset();
+        self.broken = false;
+        self.line_bytes = 0;
+        self.frames.clear();
+        self.expect = Expect::None;
+        self.params_open = false;
+        self.meta_open = false;
+        self.path.clear();
+        for m in self.max.iter_mut() {
+            m.0 = 0;
+            m.1.clear();
+        }
+        self.args_start = None;
+        self.args_bytes = None;
+        self.name.clear();
+        self.name_capture = false;
+        self.modern = false;
+        self.modern_capture = false;
+        self.top = TopArg::default();
+        self.top_key.clear();
+        self.num_start = None;
+        self.num.clear();
+        self.early = None;
+    }
+
+    /// The tool name, once read (raw JSON string contents).
+    pub fn tool_name(&self) -> Option<String> {
+        (!self.name.is_empty()).then(|| String::from_utf8_lossy(&self.name).into_owned())
+    }
+
+    /// Whether the request carried the 2026-07-28 protocol-version `_meta`.
+    pub fn is_modern(&self) -> bool {
+        self.modern
+    }
+
+    /// The byte span (in the line) and value of a `limit` argument, for clamping.
+    pub fn limit_span(&self) -> Option<(u64, u64, u64)> {
+        self.top.limit
+    }
+
+    fn row(&self) -> Option<&Row> {
+        let name = std::str::from_utf8(&self.name).ok()?;
+        self.inventory.as_ref()?.row(name)
+    }
+
+    /// Caps in force: the tool's own when its name is known, else the loosest known.
+    fn effective_caps(&self) -> ArgCaps {
+        if let Some(r) = self.row() {
+            return r.arg_caps.unwrap_or(self.caps);
+        }
+        if !self.name.is_empty() {
+            return self.caps;
+        }
+        let mut c = self.caps;
+        if let Some(inv) = &self.inventory {
+            for r in &inv.rows {
+                if let Some(rc) = r.arg_caps {
+                    c = c.loosest(rc);
+                }
+            }
+        }
+        c
+    }
+
+    fn note(&mut self, m: M, v: u64) {
+        if let Some(slot) = self.max.get_mut(m as usize) {
+            if v > slot.0 {
+                slot.0 = v;
+                slot.1.set(&self.path);
+            }
+        }
+    }
+
+    fn first_violation(&self, caps: &ArgCaps) -> Option<GuardVerdict> {
+        for m in METRICS {
+            let (v, p) = self.max.get(m as usize)?;
+            let cap = m.cap(caps);
+            if *v > cap {
+                let pointer = if m == M::RequestBytes {
+                    String::new()
+                } else {
+                    p.get().map_or_else(
+                        || "(a path too long to show)".to_string(),
+                        |b| {
+                            let s = String::from_utf8_lossy(b);
+                            // Stored JSON-escaped; unescape the two common cases for display.
+                            s.replace("\\\"", "\"").replace("\\\\", "\\")
+                        },
+                    )
+                };
+                return Some(GuardVerdict::Cap {
+                    cap: m.cap_name(),
+                    pointer,
+                    limit: cap,
+                    size: *v,
+                    what: m.what(),
+                    unit: m.unit(),
+                });
+            }
+        }
+        None
+    }
+
+    /// Feed a piece of the line. Returns a verdict as soon as a cap is crossed
+    /// (the caller stops holding the line; feeding on keeps sizes exact).
+    pub fn feed(&mut self, bytes: &[u8]) -> Option<GuardVerdict> {
+        self.line_bytes += bytes.len() as u64;
+        self.note_request_bytes();
+        if !self.broken {
+            let mut pos = 0;
+            loop {
+                match self.lex.next(bytes, &mut pos) {
+                    Ok(Tok::NeedMore) => break,
+                    Ok(tok) => self.step(tok, bytes, pos),
+                    Err(_) => {
+                        self.broken = true;
+                        break;
+                    }
+                }
+            }
+            if let (Some(s), None) = (self.args_start, self.args_bytes) {
+                let so_far = self.lex.chunk_base().saturating_sub(s);
+                let p = std::mem::take(&mut self.path);
+                self.path.clear();
+                self.path.push_key(b"arguments", true);
+                self.note(M::ArgBytes, so_far);
+                self.path = p;
+            }
+        }
+        if self.early.is_none() {
+            let caps = self.effective_caps();
+            self.early = self.first_violation(&caps);
+            return self.early.clone();
+        }
+        None
+    }
+
+    fn note_request_bytes(&mut self) {
+        if let Some(slot) = self.max.get_mut(M::RequestBytes as usize) {
+            slot.0 = self.line_bytes;
+        }
+    }
+
+    /// The line ended; `tool` is the sniffed tool name. Returns the verdict for
+    /// a call that must not be forwarded.
+    pub fn finish(&mut self, tool: &str) -> Option<GuardVerdict> {
+        if !self.broken {
+            loop {
+                match self.lex.next_eof() {
+                    Ok(Tok::Eof) | Err(_) => break,
+                    Ok(tok) => self.step(tok, &[], 0),
+                }
+            }
+        }
+        if self.name.is_empty() {
+            self.name = tool.as_bytes().to_vec();
+        }
+        let caps = self.effective_caps();
+        if let Some(v) = self.first_violation(&caps) {
+            return Some(v);
+        }
+        self.contract(tool)
+    }
+
+    /// List versus search, and `limit`.
+    fn contract(&self, tool: &str) -> Option<GuardVerdict> {
+        let row = self.inventory.as_ref().and_then(|i| i.row(tool));
+        let class = row.map(|r| r.class).or_else(|| Class::by_name(tool))?;
+        let query_names: Vec<String> = match row {
+            Some(r) if !r.query_params.is_empty() => r.query_params.clone(),
+            _ => QUERY_NAMES.iter().map(|s| s.to_string()).collect(),
+        };
+        match class {
+            Class::List => {
+                if let Some((arg, _)) = self
+                    .top
+                    .queries
+                    .iter()
+                    .find(|(k, _)| QUERY_NAMES.contains(&k.as_str()))
+                {
+                    let twin = row
+                        .and_then(|r| r.search_twin.clone())
+                        .filter(|t| !t.is_empty())
+                        .or_else(|| {
+                            tool.strip_prefix("list_")
+                                .map(|rest| format!("search_{rest}"))
+                        });
+                    return Some(GuardVerdict::QueryOnList {
+                        tool: tool.to_string(),
+                        arg: arg.clone(),
+                        twin,
+                    });
+                }
+            }
+            Class::Search => {
+                let ok = self
+                    .top
+                    .queries
+                    .iter()
+                    .any(|(k, nonempty)| *nonempty && query_names.contains(k));
+                if !ok {
+                    return Some(GuardVerdict::MissingQuery {
+                        tool: tool.to_string(),
+                        params: query_names,
+                    });
+                }
+            }
+            _ => {}
+        }
+        let (param, max, clamp) = match row.and_then(|r| r.limit.as_ref()) {
+            Some(l) => (l.param.clone(), l.max, l.clamp),
+            None => ("limit".to_string(), class.default_limits()?.1, false),
+        };
+        if let Some((v, _, _)) = self.top.limit {
+            if v > max && !clamp && self.top.limit_param == param {
+                return Some(GuardVerdict::LimitTooHigh {
+                    tool: tool.to_string(),
+                    param,
+                    limit: v,
+                    max,
+                });
+            }
+        }
+        None
+    }
+
+    /// For a tool whose inventory row clamps: the new limit, if the call asked for more.
+    pub fn clamp_to(&self, tool: &str) -> Option<(u64, u64, u64)> {
+        let row = self.inventory.as_ref()?.row(tool)?;
+        let l = row.limit.as_ref()?;
+        let (v, a, b) = self.top.limit?;
+        (l.clamp && v > l.max && self.top.limit_param == l.param).then_some((l.max, a, b))
+    }
+
+    fn step(&mut self, tok: Tok, chunk: &[u8], pos: usize) {
+        let in_args = self.args_start.is_some() && self.args_bytes.is_none();
+        match tok {
+            Tok::StrEnd if self.lex.after_key() => {
+                let key = self.lex.key().to_vec();
+                let complete = !self.lex.key_overflowed();
+                if in_args {
+                    if let Some(f) = self.frames.last_mut() {
+                        f.count += 1;
+                        let c = f.count;
+                        self.path.push_key(&key, complete);
+                        self.note(M::Keys, c);
+                        self.note(M::StrBytes, self.lex.string_decoded_len());
+                        self.note(M::StrChars, self.lex.string_chars());
+                        if self.frames.len() == 1 {
+                            self.top_key = key;
+                        }
+                    }
+                    return;
+                }
+                // Outside the arguments: decide what to look at.
+                let depth = self.lex.depth();
+                self.expect = Expect::None;
+                match (depth, key.as_slice()) {
+                    (1, b"params") => self.expect = Expect::Params,
+                    (2, b"name") if self.params_open => self.name_capture = true,
+                    (2, b"arguments") if self.params_open => self.expect = Expect::Args,
+                    (2, b"_meta") if self.params_open => self.expect = Expect::Meta,
+                    (3, b"io.modelcontextprotocol/protocolVersion") if self.meta_open => {
+                        self.modern_capture = true;
+                    }
+                    _ => self.lex.skip_one(depth),
+                }
+                self.top_key.clear();
+            }
+            Tok::BeginObject | Tok::BeginArray => {
+                let obj = tok == Tok::BeginObject;
+                let d = self.lex.depth();
+                let expect = std::mem::replace(&mut self.expect, Expect::None);
+                if in_args {
+                    self.child_start();
+                } else {
+                    match (expect, d, obj) {
+                        (Expect::Params, 2, true) => self.params_open = true,
+                        (Expect::Meta, 3, true) => self.meta_open = true,
+                        (Expect::Args, 3, _) => {
+                            self.args_start = Some(self.lex.offset_at(pos).saturating_sub(1));
+                            self.path.clear();
+                            self.path.push_key(b"arguments", true);
+                        }
+                        _ => {}
+                    }
+                }
+                if self.args_start.is_some() && self.args_bytes.is_none() {
+                    self.frames.push(GFrame {
+                        obj,
+                        count: 0,
+                        path_len: self.path.len(),
+                        path_ovf: self.path.overflowed(),
+                    });
+                    self.note(M::Depth, self.frames.len() as u64);
+                }
+            }
+            Tok::EndObject | Tok::EndArray => {
+                let d = self.lex.depth();
+                if !in_args {
+                    if d == 1 {
+                        self.params_open = false;
+                    }
+                    if d == 2 {
+                        self.meta_open = false;
+                    }
+                }
+                if in_args {
+                    self.frames.pop();
+                    if self.frames.is_empty() {
+                        let end = self.lex.offset_at(pos);
+                        let start = self.args_start.unwrap_or(end);
+                        self.args_bytes = Some(end - start);
+                        self.path.clear();
+                        self.path.push_key(b"arguments", true);
+                        self.note(M::ArgBytes, end - start);
+                    } else {
+                        self.value_end();
+                    }
+                }
+            }
+            Tok::StrBegin { key: false } | Tok::Lit(_) => {
+                self.expect = Expect::None;
+                if in_args {
+                    self.child_start();
+                    if let Tok::Lit(_) = tok {
+                        self.value_end();
+                    }
+                }
+            }
+            Tok::StrSpan(a, b) => {
+                if self.name_capture && self.name.len() < 256 {
+                    self.name.extend_from_slice(chunk.get(a..b).unwrap_or(&[]));
+                } else if self.modern_capture {
+                    self.modern = true;
+                } else if in_args {
+                    self.note(M::StrBytes, self.lex.string_decoded_len());
+                    self.note(M::StrChars, self.lex.string_chars());
+                }
+            }
+            Tok::StrEnd => {
+                if self.name_capture {
+                    self.name_capture = false;
+                } else if self.modern_capture {
+                    self.modern_capture = false;
+                } else if in_args {
+                    let len = self.lex.string_decoded_len();
+                    self.note(M::StrBytes, len);
+                    self.note(M::StrChars, self.lex.string_chars());
+                    if self.frames.len() == 1 {
+                        self.top_string(len);
+                    }
+                    self.value_end();
+                }
+            }
+            Tok::NumSpan(a, b) => {
+                if in_args {
+                    if self.num_start.is_none() {
+                        self.child_start();
+                        self.num_start = Some(self.lex.offset_at(a));
+                        self.num.clear();
+                    }
+                    if self.num.len() < 24 {
+                        self.num.extend_from_slice(chunk.get(a..b).unwrap_or(&[]));
+                    }
+                }
+            }
+            Tok::NumEnd => {
+                if in_args {
+                    if let Some(s) = self.num_start.take() {
+                        if self.frames.len() == 1 && self.top_key == b"limit" {
+                            if let Some(v) = std::str::from_utf8(&self.num)
+                                .ok()
+                                .and_then(|t| t.parse::<u64>().ok())
+                            {
+                                let end = s + self.num.len() as u64;
+                                self.top.limit = Some((v, s, end));
+                                self.top.limit_param = "limit".into();
+                            }
+                        }
+                        self.value_end();
+                    }
+                }
+            }
+            Tok::StrHeld
+            | Tok::StrBegin { key: true }
+            | Tok::Skipped(_)
+            | Tok::NeedMore
+            | Tok::Eof => {}
+        }
+        if self.frames.len() == 1 && in_args {
+            if let Some(r) = self.row() {
+                if let Some(l) = &r.limit {
+                    self.top.limit_param =
+                        if self.top.limit.is_some() && self.top.limit_param == "limit" {
+                            l.param.clone()
+                        } else {
+                            self.top.limit_param.clone()
+                        };
+                }
+            }
+        }
+    }
+
+    fn top_string(&mut self, len: u64) {
+        let k = String::from_utf8_lossy(&self.top_key).into_owned();
+        let is_query = QUERY_NAMES.contains(&k.as_str())
+            || self
+                .row()
+                .is_some_and(|r| r.query_params.iter().any(|q| q == &k));
+        if is_query {
+            self.top.queries.push((k, len > 0));
+        }
+    }
+
+    fn child_start(&mut self) {
+        if let Some(f) = self.frames.last_mut() {
+            if !f.obj {
+                let i = f.count;
+                f.count += 1;
+                let c = f.count;
+                self.path.push_index(i);
+                self.note(M::Items, c);
+            } else if self.frames.len() == 1 && self.top_key != b"limit" {
+                // A non-string, non-number top-level value: a query-like name still counts as present.
+                let k = String::from_utf8_lossy(&self.top_key).into_owned();
+                if QUERY_NAMES.contains(&k.as_str()) {
+                    self.top.queries.push((k, false));
+                }
+            }
+        }
+    }
+
+    fn value_end(&mut self) {
+        if let Some(f) = self.frames.last() {
+            self.path.truncate(f.path_len, f.path_ovf);
+        }
+    }
+}

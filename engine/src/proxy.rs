@@ -1,0 +1,911 @@
+//! `resultbudget proxy -- <server command>`: a stdio MCP proxy that budgets
+//! every `tools/call` (and `tasks/result`) response on its way to the client.
+//!
+//! Two threads relay newline-delimited JSON-RPC: client→server (requests are
+//! sniffed for method, id and tool name, and registered as pending before their
+//! newline reaches the server) and server→client (responses are projected; the
+//! budget is picked from the pending requests). The server's stderr is inherited.
+//! See `docs/proxy.md` for the behaviour in detail.
+
+use crate::framing::{LineReader, Piece};
+use crate::guard::{Guard, GuardVerdict};
+use crate::inventory::Inventory;
+use crate::jsonrpc;
+use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
+use crate::sniff::{Event, Seg, Walker, Want};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Log verbosity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+/// Proxy settings.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    pub limits: McpLimits,
+    pub inventory: Option<Inventory>,
+    pub guard: Guard,
+    pub log_level: LogLevel,
+    /// Bytes of a response read ahead to find its id when several calls with
+    /// different budgets are pending (the TypeScript SDK writes the id last).
+    pub lookahead: usize,
+    /// Output of a pass-through line held before it is streamed on (a held line
+    /// can still be replaced by an error if it turns out broken).
+    pub max_hold: usize,
+    /// How long the server may take to exit after the client's stdin ends.
+    pub grace: Duration,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            limits: McpLimits::DEFAULT,
+            inventory: None,
+            guard: Guard::default(),
+            log_level: LogLevel::Warn,
+            lookahead: 1024 * 1024,
+            max_hold: 8 * 1024 * 1024,
+            grace: Duration::from_secs(2),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Method {
+    ToolsCall(String),
+    TasksResult,
+    ToolsList,
+    Other,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    method: Method,
+    cancelled: bool,
+}
+
+/// What `tools/list` told us about a tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolFacts {
+    pub typed: bool,
+    pub read_only: bool,
+}
+
+struct Shared {
+    cfg: ProxyConfig,
+    pending: Mutex<HashMap<Vec<u8>, Pending>>,
+    tools: Mutex<HashMap<String, ToolFacts>>,
+    client_out: Mutex<Box<dyn Write + Send>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl Shared {
+    fn log(&self, level: LogLevel, msg: &str) {
+        if level <= self.cfg.log_level {
+            let tag = match level {
+                LogLevel::Error => "error",
+                LogLevel::Warn => "warn",
+                LogLevel::Info => "info",
+                LogLevel::Debug => "debug",
+            };
+            eprintln!("resultbudget[{tag}]: {msg}");
+        }
+    }
+
+    fn send_client(&self, line: &[u8]) -> std::io::Result<()> {
+        let mut out = lock(&self.client_out);
+        out.write_all(line)?;
+        out.flush()
+    }
+
+    /// How to treat a response to a request with this method.
+    fn treat_for(&self, id: &[u8], p: &Pending) -> (McpLimits, Treat) {
+        let mut lim = self.cfg.limits;
+        match &p.method {
+            Method::ToolsCall(name) => {
+                let facts = lock(&self.tools).get(name).copied().unwrap_or_default();
+                let mut typed = facts.typed;
+                let mut read_only = facts.read_only;
+                if let Some(inv) = &self.cfg.inventory {
+                    if let Some(row) = inv.row(name) {
+                        lim = row.apply_result_limits(lim);
+                        if let Some(t) = row.typed() {
+                            typed = t;
+                        }
+                        if let Some(r) = row.read_only() {
+                            read_only = r;
+                        }
+                    }
+                }
+                (
+                    lim,
+                    Treat::ToolResult(CallInfo {
+                        tool: Some(name.clone()),
+                        typed,
+                        read_only,
+                        request_id: Some(id.to_vec()),
+                    }),
+                )
+            }
+            Method::TasksResult => (
+                lim,
+                Treat::ToolResult(CallInfo {
+                    tool: None,
+                    typed: false,
+                    read_only: true,
+                    request_id: Some(id.to_vec()),
+                }),
+            ),
+            Method::ToolsList | Method::Other => (lim, Treat::Pass),
+        }
+    }
+}
+
+/// Run the proxy around `cmd`; returns the process exit code.
+pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
+    let Some((prog, args)) = cmd.split_first() else {
+        eprintln!("resultbudget: proxy needs a server command after --");
+        return 2;
+    };
+    let mut child = match Command::new(prog)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("resultbudget: cannot start {prog}: {e}");
+            return 2;
+        }
+    };
+    let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
+        eprintln!("resultbudget: cannot open the server's pipes");
+        return 2;
+    };
+    let shared = Arc::new(Shared {
+        cfg,
+        pending: Mutex::new(HashMap::new()),
+        tools: Mutex::new(HashMap::new()),
+        client_out: Mutex::new(Box::new(std::io::stdout())),
+    });
+    let child = Arc::new(Mutex::new(child));
+    let c2s = {
+        let shared = Arc::clone(&shared);
+        let child = Arc::clone(&child);
+        std::thread::spawn(move || client_to_server(&shared, std::io::stdin(), server_in, &child))
+    };
+    let outcome = server_to_client(&shared, server_out);
+    // The server's stdout is closed: it is gone or going.
+    let status = {
+        let deadline = Instant::now() + shared.cfg.grace;
+        loop {
+            let mut c = lock(&child);
+            match c.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < deadline => {
+                    drop(c);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => {
+                    let _ = c.kill();
+                    break c.wait().ok();
+                }
+            }
+        }
+    };
+    let client_closed = c2s.is_finished();
+    let clean = status.is_some_and(|s| s.success());
+    if outcome.broken_line || (!client_closed && !clean) || outcome.orphaned > 0 {
+        let why = if outcome.broken_line {
+            "the server died in the middle of a response"
+        } else if outcome.orphaned > 0 {
+            "the server exited with requests unanswered"
+        } else {
+            "the server exited"
+        };
+        eprintln!(
+            "resultbudget: {why} (exit status {}); {} pending request(s) answered with an error",
+            status.map_or_else(|| "unknown".to_string(), |s| s.to_string()),
+            outcome.orphaned
+        );
+        return 1;
+    }
+    if !clean {
+        eprintln!(
+            "resultbudget: the server exited with status {}",
+            status.map_or_else(|| "unknown".to_string(), |s| s.to_string())
+        );
+        return 1;
+    }
+    0
+}
+
+fn decide_request(path: &[Seg]) -> Want {
+    match path {
+        [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
+        [k] if k.is(b"params") => Want::Descend,
+        [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId")) => Want::Capture,
+        _ => Want::Skip,
+    }
+}
+
+#[derive(Default)]
+struct RequestFacts {
+    method: Vec<u8>,
+    id: Vec<u8>,
+    name: Vec<u8>,
+    request_id: Vec<u8>,
+}
+
+fn unquote(raw: &[u8]) -> String {
+    let inner = raw
+        .strip_prefix(b"\"")
+        .and_then(|r| r.strip_suffix(b"\""))
+        .unwrap_or(raw);
+    String::from_utf8_lossy(inner).into_owned()
+}
+
+fn client_to_server<R: Read>(
+    shared: &Shared,
+    input: R,
+    server_in: ChildStdin,
+    child: &Mutex<Child>,
+) {
+    let mut reader = LineReader::new(input);
+    let mut server_in = Some(server_in);
+    let mut walker = Walker::new();
+    let mut facts = RequestFacts::default();
+    let mut sniff_ok = true;
+    let mut guard = shared.cfg.guard.clone();
+    guard.set_inventory(shared.cfg.inventory.clone());
+    let hold_cap = guard.caps().max_request_bytes;
+    // A line is held until its method is known; a tools/call line until the guard
+    // has seen all of it (the guard refuses it before the hold passes its cap).
+    let mut held: Vec<u8> = Vec::new();
+    let mut decided: Option<bool> = None;
+    let mut refused: Option<GuardVerdict> = None;
+    let write_server = |server_in: &mut Option<ChildStdin>, bytes: &[u8]| {
+        if let Some(si) = server_in.as_mut() {
+            if si.write_all(bytes).is_err() {
+                *server_in = None;
+            }
+        }
+    };
+    loop {
+        let piece = match reader.next_piece() {
+            Ok(p) => p,
+            Err(e) => {
+                shared.log(LogLevel::Error, &format!("reading the client: {e}"));
+                break;
+            }
+        };
+        match piece {
+            Piece::Data(bytes) => {
+                if sniff_ok {
+                    let mut on = |ev: Event<'_>| {
+                        if let Event::Scalar(path, raw) = ev {
+                            match path {
+                                [k] if k.is(b"method") => facts.method = raw.to_vec(),
+                                [k] if k.is(b"id") => facts.id = raw.to_vec(),
+                                [_, k] if k.is(b"name") => facts.name = raw.to_vec(),
+                                [_, k] if k.is(b"requestId") => facts.request_id = raw.to_vec(),
+                                _ => {}
+                            }
+                        }
+                    };
+                    if walker.feed(bytes, &mut decide_request, &mut on).is_err() {
+                        sniff_ok = false;
+                    }
+                }
+                if decided.is_none() && !facts.method.is_empty() {
+                    decided = Some(facts.method == b"\"tools/call\"");
+                }
+                if decided != Some(false) && refused.is_none() {
+                    refused = guard.feed(bytes);
+                    if refused.is_some() {
+                        held = Vec::new();
+                    }
+                }
+                match decided {
+                    Some(false) => {
+                        if !held.is_empty() {
+                            write_server(&mut server_in, &held);
+                            held.clear();
+                        }
+                        write_server(&mut server_in, bytes);
+                    }
+                    _ if refused.is_some() => {}
+                    None if held.len() + bytes.len() > hold_cap as usize => {
+                        // No method yet after the request cap: this cannot be guarded; pass it on.
+                        shared.log(
+                            LogLevel::Warn,
+                            "a request line with no method in its first bytes was passed unchecked",
+                        );
+                        decided = Some(false);
+                        write_server(&mut server_in, &held);
+                        held.clear();
+                        write_server(&mut server_in, bytes);
+                    }
+                    _ => held.extend_from_slice(bytes),
+                }
+            }
+            Piece::End | Piece::Eof { partial: true } => {
+                let end = matches!(piece, Piece::Eof { .. });
+                if sniff_ok {
+                    let mut on = |_ev: Event<'_>| {};
+                    let _ = walker.finish(&mut decide_request, &mut on);
+                }
+                let is_call = facts.method == b"\"tools/call\"";
+                let tool = unquote(&facts.name);
+                if refused.is_none() && is_call {
+                    refused = guard.finish(&tool);
+                }
+                match refused.take() {
+                    Some(v) if is_call => {
+                        // Answered here: the server never sees the call.
+                        shared.log(
+                            LogLevel::Info,
+                            &format!("refused tools/call {tool}: {}", v.summary()),
+                        );
+                        let mut line = Vec::with_capacity(512);
+                        let id = (!facts.id.is_empty()).then_some(facts.id.as_slice());
+                        v.write_response(&mut line, id, guard.is_modern());
+                        line.push(b'\n');
+                        let _ = shared.send_client(&line);
+                    }
+                    _ => {
+                        if is_call {
+                            if let Some((max, a, b)) = guard.clamp_to(&tool) {
+                                shared.log(
+                                    LogLevel::Info,
+                                    &format!("clamped the limit of {tool} to {max}"),
+                                );
+                                let (a, b) = (a as usize, b as usize);
+                                if a <= b && b <= held.len() {
+                                    held.splice(a..b, max.to_string().into_bytes());
+                                }
+                            }
+                        }
+                        register(shared, &facts);
+                        write_server(&mut server_in, &held);
+                        write_server(&mut server_in, b"\n");
+                        if let Some(si) = server_in.as_mut() {
+                            if si.flush().is_err() {
+                                server_in = None;
+                            }
+                        }
+                    }
+                }
+                held.clear();
+                decided = None;
+                walker.reset();
+                guard.reset();
+                facts = RequestFacts::default();
+                sniff_ok = true;
+                if end {
+                    break;
+                }
+            }
+            Piece::Eof { partial: false } => break,
+        }
+    }
+    // Client EOF: close the server's stdin, give it a moment, then end it.
+    drop(server_in);
+    let deadline = Instant::now() + shared.cfg.grace;
+    loop {
+        let mut c = lock(child);
+        match c.try_wait() {
+            Ok(Some(_)) | Err(_) => return,
+            Ok(None) if Instant::now() >= deadline => {
+                shared.log(
+                    LogLevel::Warn,
+                    "the server did not exit after stdin closed; ending it",
+                );
+                let _ = c.kill();
+                return;
+            }
+            Ok(None) => {
+                drop(c);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+fn register(shared: &Shared, f: &RequestFacts) {
+    let method = unquote(&f.method);
+    if f.method.is_empty() {
+        return;
+    }
+    if f.id.is_empty() {
+        if method == "notifications/cancelled" && !f.request_id.is_empty() {
+            if let Some(p) = lock(&shared.pending).get_mut(&f.request_id) {
+                p.cancelled = true;
+            }
+        }
+        return;
+    }
+    let m = match method.as_str() {
+        "tools/call" => Method::ToolsCall(unquote(&f.name)),
+        "tasks/result" => Method::TasksResult,
+        "tools/list" => Method::ToolsList,
+        _ => Method::Other,
+    };
+    shared.log(
+        LogLevel::Debug,
+        &format!("pending {} {}", String::from_utf8_lossy(&f.id), method),
+    );
+    lock(&shared.pending).insert(
+        f.id.clone(),
+        Pending {
+            method: m,
+            cancelled: false,
+        },
+    );
+}
+
+#[derive(Debug, Default)]
+struct Outcome {
+    broken_line: bool,
+    orphaned: usize,
+}
+
+/// The envelope `id` and whether `result` has started, read from a response prefix.
+#[derive(Default)]
+struct IdProbe {
+    walker: Walker,
+    id: Option<Vec<u8>>,
+    failed: bool,
+}
+
+impl IdProbe {
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.failed || self.id.is_some() {
+            return;
+        }
+        let mut decide = |path: &[Seg]| match path {
+            [k] if k.is(b"id") => Want::Capture,
+            _ => Want::Skip,
+        };
+        let id = &mut self.id;
+        let mut on = |ev: Event<'_>| {
+            if let Event::Scalar([k], raw) = ev {
+                if k.is(b"id") {
+                    *id = Some(raw.to_vec());
+                }
+            }
+        };
+        if self.walker.feed(bytes, &mut decide, &mut on).is_err() {
+            self.failed = true;
+        }
+    }
+}
+
+/// Learns tools from a `tools/list` result.
+#[derive(Default)]
+struct ToolsProbe {
+    walker: Walker,
+    found: Vec<(String, ToolFacts)>,
+    cur_name: Option<String>,
+    cur: ToolFacts,
+    failed: bool,
+}
+
+impl ToolsProbe {
+    fn feed(&mut self, bytes: &[u8], last: bool) {
+        if self.failed {
+            return;
+        }
+        let mut decide = |path: &[Seg]| match path {
+            [r] if r.is(b"result") => Want::Descend,
+            [r, t] if r.is(b"result") && t.is(b"tools") => Want::Descend,
+            [_, _, i] if i.index.is_some() => Want::Descend,
+            [_, _, _, k] if k.is(b"name") => Want::Capture,
+            [_, _, _, k] if k.is(b"outputSchema") => Want::Capture,
+            [_, _, _, k] if k.is(b"annotations") => Want::Descend,
+            [_, _, _, a, k] if a.is(b"annotations") && k.is(b"readOnlyHint") => Want::Capture,
+            _ => Want::Skip,
+        };
+        let found = &mut self.found;
+        let cur_name = &mut self.cur_name;
+        let cur = &mut self.cur;
+        let mut on = |ev: Event<'_>| match ev {
+            Event::Enter([r, t, i], true)
+                if r.is(b"result") && t.is(b"tools") && i.index.is_some() =>
+            {
+                *cur_name = None;
+                *cur = ToolFacts::default();
+            }
+            Event::Leave([r, t, i]) if r.is(b"result") && t.is(b"tools") && i.index.is_some() => {
+                if let Some(n) = cur_name.take() {
+                    if found.len() < 100_000 {
+                        found.push((n, *cur));
+                    }
+                }
+            }
+            Event::Scalar([_, _, _, k], raw) if k.is(b"name") => *cur_name = Some(unquote(raw)),
+            Event::Scalar([_, _, _, a, k], raw)
+                if a.is(b"annotations") && k.is(b"readOnlyHint") =>
+            {
+                cur.read_only = raw == b"true";
+            }
+            _ => {}
+        };
+        let r = if last {
+            self.walker.finish(&mut decide, &mut on)
+        } else {
+            self.walker.feed(bytes, &mut decide, &mut on)
+        };
+        if r.is_err() {
+            self.failed = true;
+        }
+        // `outputSchema` is an object: it is skipped by `Capture`, so note its presence via the path.
+    }
+}
+
+fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
+    let mut reader = LineReader::new(input);
+    let mut proj = match Projector::new(shared.cfg.limits) {
+        Ok(p) => p,
+        Err(e) => {
+            shared.log(LogLevel::Error, &e);
+            return Outcome::default();
+        }
+    };
+    let mut outcome = Outcome::default();
+    let mut line_out: Vec<u8> = Vec::with_capacity(256 * 1024);
+    let mut look: Vec<u8> = Vec::new();
+    let mut probe = IdProbe::default();
+    let mut tools_probe: Option<ToolsProbe> = None;
+    let mut typed_probe: Option<TypedProbe> = None;
+    // Line state.
+    let mut started = false;
+    let mut deciding = false;
+    let mut streaming_out = false;
+    let mut failed: Option<crate::Error> = None;
+    let mut in_bytes: u64 = 0;
+    let mut blank = true;
+    let mut cur_treat = Treat::Pass;
+    loop {
+        let piece = match reader.next_piece() {
+            Ok(p) => p,
+            Err(e) => {
+                shared.log(LogLevel::Error, &format!("reading the server: {e}"));
+                break;
+            }
+        };
+        let (bytes, end) = match piece {
+            Piece::Data(b) => (b, false),
+            Piece::End => (&[][..], true),
+            Piece::Eof { partial } => {
+                if partial {
+                    outcome.broken_line = true;
+                    shared.log(
+                        LogLevel::Error,
+                        "the server's output ended in the middle of a line",
+                    );
+                }
+                break;
+            }
+        };
+        if !started {
+            started = true;
+            let (treat, ambiguous, lists) = pick_treat(shared);
+            deciding = ambiguous;
+            cur_treat = treat.clone();
+            if !ambiguous {
+                begin(shared, &mut proj, &cur_treat);
+            }
+            tools_probe = lists.then(ToolsProbe::default);
+            typed_probe = lists.then(TypedProbe::default);
+        }
+        if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+            blank = false;
+        }
+        in_bytes += bytes.len() as u64;
+        if let Some(tp) = tools_probe.as_mut() {
+            tp.feed(bytes, false);
+        }
+        if let Some(tp) = typed_probe.as_mut() {
+            tp.feed(bytes);
+        }
+        if deciding {
+            look.extend_from_slice(bytes);
+            probe.feed(bytes);
+            let resolved = probe.id.clone().map(|id| resolve(shared, &id)).or_else(|| {
+                (look.len() > shared.cfg.lookahead || end || probe.failed)
+                    .then(|| fallback_treat(shared))
+            });
+            if let Some(t) = resolved {
+                deciding = false;
+                cur_treat = t;
+                begin(shared, &mut proj, &cur_treat);
+                if failed.is_none() {
+                    if let Err(e) = proj.feed(&look, &mut line_out) {
+                        failed = Some(e);
+                    }
+                }
+                look.clear();
+            }
+        } else if failed.is_none() {
+            if let Err(e) = proj.feed(bytes, &mut line_out) {
+                failed = Some(e);
+            }
+        }
+        // A long pass-through line is streamed on rather than held.
+        if failed.is_none() && !end && line_out.len() > shared.cfg.max_hold {
+            if !streaming_out {
+                shared.log(LogLevel::Debug, "streaming a long pass-through line");
+            }
+            streaming_out = true;
+            let _ = lock(&shared.client_out).write_all(&line_out);
+            line_out.clear();
+        }
+        if !end {
+            continue;
+        }
+        // ---- end of line ----
+        if !blank && failed.is_none() {
+            if let Err(e) = proj.finish(&mut line_out) {
+                failed = Some(e);
+            }
+        }
+        if !blank {
+            let id = proj.id().map(<[u8]>::to_vec).or_else(|| probe.id.clone());
+            if let Some(e) = failed.take() {
+                line_out.clear();
+                if streaming_out {
+                    // Bytes already went out: end the line so the client's framing survives.
+                    let _ = shared.send_client(b"\n");
+                }
+                shared.log(
+                    LogLevel::Warn,
+                    &format!("dropped a malformed line from the server: {e}"),
+                );
+                let target = id.clone().or_else(|| only_pending(shared));
+                if let Some(tid) = target {
+                    lock(&shared.pending).remove(&tid);
+                    jsonrpc::error_line(
+                        &mut line_out,
+                        Some(&tid),
+                        jsonrpc::INTERNAL_ERROR,
+                        &format!("resultbudget: the server sent a malformed response ({e}); it was not forwarded"),
+                    );
+                    line_out.push(b'\n');
+                    let _ = shared.send_client(&line_out);
+                }
+            } else {
+                line_out.push(b'\n');
+                let _ = shared.send_client(&line_out);
+                if let Some(id) = &id {
+                    let p = lock(&shared.pending).remove(id);
+                    if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
+                        if p.method == Method::ToolsList {
+                            learn_tools(shared, tp, typed_probe.as_ref());
+                        }
+                    }
+                }
+                let rec = proj.record();
+                if rec.truncated() {
+                    let tool = match &cur_treat {
+                        Treat::ToolResult(c) => c.tool.clone().unwrap_or_else(|| "?".into()),
+                        Treat::Pass => "?".into(),
+                    };
+                    shared.log(
+                        LogLevel::Info,
+                        &format!(
+                            "cut {tool}: {in_bytes} bytes in -> {} out, budget_kind {}{}",
+                            line_out.len().saturating_sub(1),
+                            rec.budget_kind().map_or("none", |k| k.as_str()),
+                            if proj.typed_failed() {
+                                " (typed: replaced by result_budget_exceeded)"
+                            } else {
+                                ""
+                            }
+                        ),
+                    );
+                }
+            }
+        }
+        line_out.clear();
+        look.clear();
+        probe = IdProbe::default();
+        tools_probe = None;
+        typed_probe = None;
+        started = false;
+        deciding = false;
+        streaming_out = false;
+        failed = None;
+        in_bytes = 0;
+        blank = true;
+    }
+    // The server is gone: answer everything still pending.
+    let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain().collect();
+    for (id, p) in pending {
+        if p.cancelled {
+            continue;
+        }
+        outcome.orphaned += 1;
+        let mut line = Vec::with_capacity(200);
+        jsonrpc::error_line(
+            &mut line,
+            Some(&id),
+            jsonrpc::INTERNAL_ERROR,
+            "resultbudget: the MCP server exited before answering this request",
+        );
+        line.push(b'\n');
+        let _ = shared.send_client(&line);
+    }
+    outcome
+}
+
+fn begin(shared: &Shared, proj: &mut Projector, treat: &Treat) {
+    let lim = match treat {
+        Treat::ToolResult(c) => c.tool.as_deref().map_or(shared.cfg.limits, |name| {
+            shared
+                .cfg
+                .inventory
+                .as_ref()
+                .and_then(|inv| inv.row(name))
+                .map_or(shared.cfg.limits, |r| {
+                    r.apply_result_limits(shared.cfg.limits)
+                })
+        }),
+        Treat::Pass => shared.cfg.limits,
+    };
+    proj.set_limits(lim);
+    proj.begin(treat.clone());
+}
+
+/// The treatment for a response whose id is known.
+fn resolve(shared: &Shared, id: &[u8]) -> Treat {
+    let p = lock(&shared.pending).get(id).cloned();
+    match p {
+        Some(p) => shared.treat_for(id, &p).1,
+        None => Treat::Pass,
+    }
+}
+
+/// Pick the treatment for a line before its id is known: (treat, ambiguous, tools/list pending).
+fn pick_treat(shared: &Shared) -> (Treat, bool, bool) {
+    let pending = lock(&shared.pending);
+    let lists = pending.values().any(|p| p.method == Method::ToolsList);
+    let mut treats: Vec<Treat> = Vec::new();
+    let mut others = 0usize;
+    for (id, p) in pending.iter() {
+        match p.method {
+            Method::ToolsCall(_) | Method::TasksResult => {
+                let (_, mut t) = shared.treat_for(id, p);
+                if let Treat::ToolResult(c) = &mut t {
+                    c.request_id = None;
+                }
+                if !treats.contains(&t) {
+                    treats.push(t);
+                }
+            }
+            _ => others += 1,
+        }
+    }
+    drop(pending);
+    match (treats.len(), others) {
+        (0, _) => (Treat::Pass, false, lists),
+        (1, 0) => {
+            // One kind of call in flight: the response is for one of them.
+            let t = treats.pop().unwrap_or(Treat::Pass);
+            (t, false, lists)
+        }
+        _ => (Treat::Pass, true, lists),
+    }
+}
+
+/// No id within the look-ahead: the tightest treatment among the pending calls.
+fn fallback_treat(shared: &Shared) -> Treat {
+    let pending = lock(&shared.pending);
+    let mut best: Option<Treat> = None;
+    for (id, p) in pending.iter() {
+        if let Method::ToolsCall(_) | Method::TasksResult = p.method {
+            let (_, t) = shared.treat_for(id, p);
+            let typed = matches!(&t, Treat::ToolResult(c) if c.typed);
+            if best.is_none() || typed {
+                best = Some(t);
+            }
+        }
+    }
+    best.unwrap_or(Treat::Pass)
+}
+
+fn only_pending(shared: &Shared) -> Option<Vec<u8>> {
+    let pending = lock(&shared.pending);
+    let live: Vec<&Vec<u8>> = pending
+        .iter()
+        .filter(|(_, p)| !p.cancelled)
+        .map(|(k, _)| k)
+        .collect();
+    (live.len() == 1)
+        .then(|| live.first().map(|k| (*k).clone()))
+        .flatten()
+}
+
+/// Notes which tools of a `tools/list` result have an `outputSchema`.
+#[derive(Default)]
+struct TypedProbe {
+    walker: Walker,
+    typed: Vec<u64>,
+    failed: bool,
+}
+
+impl TypedProbe {
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.failed {
+            return;
+        }
+        let mut decide = |path: &[Seg]| match path {
+            [r] if r.is(b"result") => Want::Descend,
+            [r, t] if r.is(b"result") && t.is(b"tools") => Want::Descend,
+            [_, _, i] if i.index.is_some() => Want::Descend,
+            [_, _, _, k] if k.is(b"outputSchema") => Want::Descend,
+            _ => Want::Skip,
+        };
+        let typed = &mut self.typed;
+        let mut on = |ev: Event<'_>| {
+            if let Event::Enter([_, t, i, k], true) = ev {
+                if t.is(b"tools") && k.is(b"outputSchema") {
+                    if let Some(ix) = i.index {
+                        typed.push(ix);
+                    }
+                }
+            }
+        };
+        if self.walker.feed(bytes, &mut decide, &mut on).is_err() {
+            self.failed = true;
+        }
+    }
+}
+
+fn learn_tools(shared: &Shared, tp: &mut ToolsProbe, typed: Option<&TypedProbe>) {
+    tp.feed(&[], true);
+    let mut tools = lock(&shared.tools);
+    for (i, (name, facts)) in tp.found.iter().enumerate() {
+        let mut f = *facts;
+        f.typed = typed.is_some_and(|t| t.typed.contains(&(i as u64)));
+        tools.insert(name.clone(), f);
+    }
+    shared.log(
+        LogLevel::Debug,
+        &format!("learned {} tool(s) from tools/list", tp.found.len()),
+    );
+}
+
+/// For tests and library users: run the server side of the proxy logic over any
+/// reader/writer pair (no child process). Returns (broken_line, orphaned).
+pub fn relay_server_output<R: Read>(
+    cfg: ProxyConfig,
+    input: R,
+    out: Box<dyn Write + Send>,
+) -> (bool, usize) {
+    let shared = Shared {
+        cfg,
+        pending: Mutex::new(HashMap::new()),
+        tools: Mutex::new(HashMap::new()),
+        client_out: Mutex::new(out),
+    };
+    let o = server_to_client(&shared, input);
+    (o.broken_line, o.orphaned)
+}

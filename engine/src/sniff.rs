@@ -1,0 +1,289 @@
+//! Read a few fields out of a JSON-RPC message as it streams by, without
+//! building it: the method and id of a request, the id of a response and the
+//! first key of its result, the tools of a `tools/list` result. Everything not
+//! asked for is skipped (still validated) at full speed.
+
+use crate::error::Error;
+use crate::tokenizer::{Tok, Tokenizer};
+
+/// Longest scalar kept raw (method names, ids, tool names).
+pub const CAPTURE_CAP: usize = 256;
+
+/// What the walker does with the value at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// Skip it.
+    Skip,
+    /// Walk into it (containers only; a scalar is captured).
+    Descend,
+    /// Keep its raw JSON text (scalars only, up to `CAPTURE_CAP`; a container is skipped).
+    Capture,
+}
+
+/// One step of a path: an object key (decoded, capped) or an array index.
+#[derive(Debug, Clone, Copy)]
+pub struct Seg {
+    key: [u8; 64],
+    key_len: u8,
+    key_ok: bool,
+    pub index: Option<u64>,
+}
+
+impl Seg {
+    fn new() -> Seg {
+        Seg {
+            key: [0; 64],
+            key_len: 0,
+            key_ok: false,
+            index: None,
+        }
+    }
+
+    /// The key, if this step is a key no longer than 64 bytes.
+    pub fn key(&self) -> Option<&[u8]> {
+        (self.key_ok && self.index.is_none())
+            .then(|| self.key.get(..self.key_len as usize).unwrap_or(&[]))
+    }
+
+    pub fn is(&self, k: &[u8]) -> bool {
+        self.key() == Some(k)
+    }
+}
+
+/// Events a walker reports.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A captured scalar's raw JSON text at `path`.
+    Scalar(&'a [Seg], &'a [u8]),
+    /// A container at `path` was entered (`true` for an object).
+    Enter(&'a [Seg], bool),
+    /// A container at `path` ended.
+    Leave(&'a [Seg]),
+}
+
+/// A streaming walker. `decide(path)` says what to do with each value.
+#[derive(Debug)]
+pub struct Walker {
+    lex: Tokenizer,
+    /// `path[i]`: the child currently open in container `i`.
+    path: Vec<Seg>,
+    /// Per open container: object or array, and an array's next index.
+    objs: Vec<(bool, u64)>,
+    cap: Vec<u8>,
+    capturing: bool,
+    cap_over: bool,
+    in_num: bool,
+    pending_key: Seg,
+    done: bool,
+}
+
+impl Default for Walker {
+    fn default() -> Self {
+        Walker::new()
+    }
+}
+
+impl Walker {
+    pub fn new() -> Walker {
+        Walker {
+            lex: Tokenizer::default(),
+            path: Vec::with_capacity(16),
+            objs: Vec::with_capacity(16),
+            cap: Vec::with_capacity(CAPTURE_CAP),
+            capturing: false,
+            cap_over: false,
+            in_num: false,
+            pending_key: Seg::new(),
+            done: false,
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.lex.reset();
+        self.path.clear();
+        self.objs.clear();
+        self.cap.clear();
+        self.capturing = false;
+        self.cap_over = false;
+        self.in_num = false;
+        self.done = false;
+    }
+
+    /// Whether the top-level value is complete.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Feed a chunk; `decide` picks what to do with each value, `on` receives events.
+    pub fn feed<D, F>(&mut self, chunk: &[u8], decide: &mut D, on: &mut F) -> Result<(), Error>
+    where
+        D: FnMut(&[Seg]) -> Want,
+        F: FnMut(Event<'_>),
+    {
+        let mut pos = 0;
+        loop {
+            let tok = self.lex.next(chunk, &mut pos)?;
+            if tok == Tok::NeedMore {
+                return Ok(());
+            }
+            self.step(tok, chunk, decide, on);
+        }
+    }
+
+    /// The input ended.
+    pub fn finish<D, F>(&mut self, decide: &mut D, on: &mut F) -> Result<(), Error>
+    where
+        D: FnMut(&[Seg]) -> Want,
+        F: FnMut(Event<'_>),
+    {
+        loop {
+            let tok = self.lex.next_eof()?;
+            if tok == Tok::Eof {
+                return Ok(());
+            }
+            self.step(tok, &[], decide, on);
+        }
+    }
+
+    /// A value starts in the innermost container: set its path step.
+    fn child_start(&mut self) {
+        let d = self.objs.len();
+        self.path.truncate(d.saturating_sub(1));
+        let Some((obj, next)) = self.objs.last_mut() else {
+            return;
+        };
+        if *obj {
+            self.path.push(self.pending_key);
+        } else {
+            let mut s = Seg::new();
+            s.index = Some(*next);
+            *next += 1;
+            self.path.push(s);
+        }
+    }
+
+    fn step<D, F>(&mut self, tok: Tok, chunk: &[u8], decide: &mut D, on: &mut F)
+    where
+        D: FnMut(&[Seg]) -> Want,
+        F: FnMut(Event<'_>),
+    {
+        match tok {
+            Tok::StrEnd if self.lex.after_key() => {
+                let mut s = Seg::new();
+                let k = self.lex.key();
+                if k.len() <= 64 && !self.lex.key_overflowed() {
+                    if let Some(d) = s.key.get_mut(..k.len()) {
+                        d.copy_from_slice(k);
+                    }
+                    s.key_len = k.len() as u8;
+                    s.key_ok = true;
+                }
+                self.pending_key = s;
+            }
+            Tok::EndObject | Tok::EndArray => {
+                self.objs.pop();
+                self.path.truncate(self.objs.len());
+                on(Event::Leave(&self.path));
+                if self.objs.is_empty() {
+                    self.done = true;
+                }
+            }
+            Tok::BeginObject | Tok::BeginArray => {
+                let obj = tok == Tok::BeginObject;
+                let want = if self.objs.is_empty() {
+                    Want::Descend
+                } else {
+                    self.child_start();
+                    decide(&self.path)
+                };
+                if want == Want::Descend {
+                    self.objs.push((obj, 0));
+                    on(Event::Enter(&self.path, obj));
+                } else {
+                    self.lex.skip_one(self.objs.len() as u32);
+                }
+            }
+            Tok::StrBegin { key: false } | Tok::Lit(_) => {
+                let want = if self.objs.is_empty() {
+                    Want::Skip
+                } else {
+                    self.child_start();
+                    decide(&self.path)
+                };
+                if let Tok::Lit(l) = tok {
+                    if want != Want::Skip {
+                        on(Event::Scalar(&self.path, l.text()));
+                    }
+                } else if want == Want::Skip {
+                    self.lex.skip_one(self.objs.len() as u32);
+                } else {
+                    self.start_cap(b"\"");
+                }
+            }
+            Tok::NumSpan(a, b) => {
+                if !self.in_num {
+                    self.in_num = true;
+                    let want = if self.objs.is_empty() {
+                        Want::Skip
+                    } else {
+                        self.child_start();
+                        decide(&self.path)
+                    };
+                    if want == Want::Skip {
+                        self.in_num = false;
+                        self.lex.skip_one(self.objs.len() as u32);
+                        return;
+                    }
+                    self.start_cap(b"");
+                }
+                let bytes = chunk.get(a..b).unwrap_or(&[]);
+                self.push_cap(bytes);
+            }
+            Tok::StrSpan(a, b) => {
+                if self.capturing {
+                    let bytes = chunk.get(a..b).unwrap_or(&[]);
+                    self.push_cap(bytes);
+                }
+            }
+            Tok::StrHeld => {
+                if self.capturing {
+                    let mut tmp = [0u8; 12];
+                    let h = self.lex.held();
+                    let n = h.len().min(12);
+                    if let (Some(d), Some(s)) = (tmp.get_mut(..n), h.get(..n)) {
+                        d.copy_from_slice(s);
+                    }
+                    self.push_cap(tmp.get(..n).unwrap_or(&[]));
+                }
+            }
+            Tok::StrEnd | Tok::NumEnd => {
+                self.in_num = false;
+                if self.capturing {
+                    if tok == Tok::StrEnd {
+                        self.push_cap(b"\"");
+                    }
+                    self.capturing = false;
+                    if !self.cap_over {
+                        on(Event::Scalar(&self.path, &self.cap));
+                    }
+                }
+            }
+            Tok::Skipped(_) | Tok::StrBegin { key: true } | Tok::NeedMore | Tok::Eof => {}
+        }
+    }
+
+    fn start_cap(&mut self, first: &[u8]) {
+        self.cap.clear();
+        self.cap_over = false;
+        self.capturing = true;
+        self.push_cap(first);
+    }
+
+    fn push_cap(&mut self, bytes: &[u8]) {
+        if self.cap.len() + bytes.len() > CAPTURE_CAP {
+            self.cap_over = true;
+            return;
+        }
+        self.cap.extend_from_slice(bytes);
+    }
+}

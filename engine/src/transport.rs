@@ -1,0 +1,291 @@
+//! The projection in front of a transport writer: `std::io::Write`, tokio
+//! `AsyncWrite`, and a tokio-util `Encoder`.
+//!
+//! [`ProjectWriter`] and [`AsyncProjectWriter`] take newline-delimited JSON-RPC
+//! in pieces of any size and write the budgeted stream to the inner writer as
+//! soon as bytes are final. Each line is treated as the next [`Treat`] says
+//! (set per message with `set_next_treat`, or the default). A line that is not
+//! valid JSON is replaced by a JSON-RPC error line (`-32700`) — the writer holds
+//! nothing larger than one chunk plus the budget of the message in progress.
+
+use crate::error::Error;
+use crate::mcp::{McpLimits, Projector, Treat};
+use bytes::{BufMut, BytesMut};
+use std::io::{self, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::AsyncWrite;
+
+/// Line splitting + projection, shared by the writers.
+#[derive(Debug)]
+struct LineProjector {
+    p: Projector,
+    default_treat: Treat,
+    next_treat: Option<Treat>,
+    in_line: bool,
+    blank: bool,
+    failed: Option<Error>,
+    /// Held output for the current line while it is not known to be valid.
+    line_out: Vec<u8>,
+    records: Vec<crate::record::Record>,
+    keep_records: bool,
+}
+
+impl LineProjector {
+    fn new(lim: McpLimits, treat: Treat) -> Result<LineProjector, String> {
+        Ok(LineProjector {
+            p: Projector::new(lim)?,
+            default_treat: treat,
+            next_treat: None,
+            in_line: false,
+            blank: true,
+            failed: None,
+            line_out: Vec::with_capacity(64 * 1024),
+            records: Vec::new(),
+            keep_records: false,
+        })
+    }
+
+    /// Process `input`; append finished lines to `out`.
+    fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
+        while !input.is_empty() {
+            if !self.in_line {
+                let treat = self
+                    .next_treat
+                    .take()
+                    .unwrap_or_else(|| self.default_treat.clone());
+                self.p.begin(treat);
+                self.in_line = true;
+                self.blank = true;
+                self.failed = None;
+                self.line_out.clear();
+            }
+            let (piece, rest, ended) = match memchr::memchr(b'\n', input) {
+                Some(k) => (
+                    input.get(..k).unwrap_or(&[]),
+                    input.get(k + 1..).unwrap_or(&[]),
+                    true,
+                ),
+                None => (input, &[][..], false),
+            };
+            input = rest;
+            if piece.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                self.blank = false;
+            }
+            if self.failed.is_none() {
+                if let Err(e) = self.p.feed(piece, &mut self.line_out) {
+                    self.failed = Some(e);
+                }
+            }
+            if ended {
+                self.end_line(out);
+            }
+        }
+    }
+
+    fn end_line(&mut self, out: &mut Vec<u8>) {
+        self.in_line = false;
+        if self.blank {
+            return;
+        }
+        if self.failed.is_none() {
+            if let Err(e) = self.p.finish(&mut self.line_out) {
+                self.failed = Some(e);
+            }
+        }
+        if self.failed.is_some() {
+            self.line_out.clear();
+            crate::jsonrpc::parse_error_line(&mut self.line_out, self.p.id());
+        } else if self.keep_records && self.p.record().truncated() {
+            self.records.push(self.p.record().clone());
+        }
+        out.extend_from_slice(&self.line_out);
+        out.push(b'\n');
+        self.line_out.clear();
+    }
+}
+
+/// Newline-delimited JSON-RPC in, budgeted JSON-RPC out to `W`.
+///
+/// Output of a line is written once the line is complete (it is bounded by the
+/// budget, and a broken line must be replaced whole). Call [`ProjectWriter::finish`]
+/// at the end to flush a last line without a newline.
+#[derive(Debug)]
+pub struct ProjectWriter<W: Write> {
+    inner: W,
+    lp: LineProjector,
+    out: Vec<u8>,
+}
+
+impl<W: Write> ProjectWriter<W> {
+    /// Every line is treated as `treat` unless [`ProjectWriter::set_next_treat`] says otherwise.
+    pub fn new(inner: W, lim: McpLimits, treat: Treat) -> Result<ProjectWriter<W>, String> {
+        Ok(ProjectWriter {
+            inner,
+            lp: LineProjector::new(lim, treat)?,
+            out: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// How to treat the next line that starts.
+    pub fn set_next_treat(&mut self, treat: Treat) {
+        self.lp.next_treat = Some(treat);
+    }
+
+    /// Keep the records of lines that were cut (read them with `take_records`).
+    pub fn keep_records(&mut self, on: bool) {
+        self.lp.keep_records = on;
+    }
+
+    pub fn take_records(&mut self) -> Vec<crate::record::Record> {
+        std::mem::take(&mut self.lp.records)
+    }
+
+    /// End the stream: a last line without a newline is completed, and the inner writer returned.
+    pub fn finish(mut self) -> io::Result<W> {
+        if self.lp.in_line {
+            self.lp.end_line(&mut self.out);
+        }
+        self.inner.write_all(&self.out)?;
+        self.inner.flush()?;
+        Ok(self.inner)
+    }
+}
+
+impl<W: Write> Write for ProjectWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.lp.push(buf, &mut self.out);
+        if !self.out.is_empty() {
+            self.inner.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The async twin of [`ProjectWriter`] for tokio.
+#[derive(Debug)]
+pub struct AsyncProjectWriter<W> {
+    inner: W,
+    lp: LineProjector,
+    out: Vec<u8>,
+    sent: usize,
+}
+
+impl<W: AsyncWrite + Unpin> AsyncProjectWriter<W> {
+    pub fn new(inner: W, lim: McpLimits, treat: Treat) -> Result<AsyncProjectWriter<W>, String> {
+        Ok(AsyncProjectWriter {
+            inner,
+            lp: LineProjector::new(lim, treat)?,
+            out: Vec::with_capacity(64 * 1024),
+            sent: 0,
+        })
+    }
+
+    pub fn set_next_treat(&mut self, treat: Treat) {
+        self.lp.next_treat = Some(treat);
+    }
+
+    pub fn into_inner(self) -> W {
+        self.inner
+    }
+
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.sent < self.out.len() {
+            let pending = self.out.get(self.sent..).unwrap_or(&[]);
+            match Pin::new(&mut self.inner).poll_write(cx, pending) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.sent += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        self.out.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncProjectWriter<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        // Back-pressure: earlier output goes first, so memory stays bounded.
+        match this.poll_drain(cx) {
+            Poll::Ready(Ok(())) => {}
+            other => return other.map(|r| r.map(|_| 0)),
+        }
+        this.lp.push(buf, &mut this.out);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match this.poll_drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.lp.in_line {
+            this.lp.end_line(&mut this.out);
+        }
+        match this.poll_drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_shutdown(cx),
+            other => other,
+        }
+    }
+}
+
+/// A tokio-util `Encoder` for whole JSON-RPC messages: each item is one message
+/// (without newline); the budgeted message and a newline are appended to `dst`.
+#[derive(Debug)]
+pub struct McpEncoder {
+    p: Projector,
+    treat: Treat,
+    scratch: Vec<u8>,
+}
+
+impl McpEncoder {
+    pub fn new(lim: McpLimits, treat: Treat) -> Result<McpEncoder, String> {
+        Ok(McpEncoder {
+            p: Projector::new(lim)?,
+            treat,
+            scratch: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// How to treat the following items.
+    pub fn set_treat(&mut self, treat: Treat) {
+        self.treat = treat;
+    }
+}
+
+impl<T: AsRef<[u8]>> tokio_util::codec::Encoder<T> for McpEncoder {
+    type Error = io::Error;
+
+    fn encode(&mut self, item: T, dst: &mut BytesMut) -> Result<(), io::Error> {
+        self.p.begin(self.treat.clone());
+        self.scratch.clear();
+        let res = self
+            .p
+            .feed(item.as_ref(), &mut self.scratch)
+            .and_then(|()| self.p.finish(&mut self.scratch).map(|_| ()));
+        if let Err(e) = res {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+        }
+        dst.reserve(self.scratch.len() + 1);
+        dst.put_slice(&self.scratch);
+        dst.put_u8(b'\n');
+        Ok(())
+    }
+}

@@ -1,0 +1,245 @@
+//! The steady state allocates nothing (spec: "Memory"): after one warm-up
+//! document, `feed` on a multi-megabyte document in 64 KiB chunks performs
+//! zero heap allocations, with tight limits and without any.
+//!
+//! A counting global allocator counts allocations made on the measuring
+//! thread while its flag is on (other test threads are not counted).
+use resultbudget::{Budget, Limits};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static ALLOC_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Size of the first counted allocation (0 if none), to help find it.
+static FIRST_SIZE: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn note(size: usize) {
+    if COUNTING.try_with(Cell::get).unwrap_or(false) {
+        if ALLOCS.fetch_add(1, Ordering::Relaxed) == 0 {
+            FIRST_SIZE.store(size as u64, Ordering::Relaxed);
+        }
+        ALLOC_BYTES.fetch_add(size as u64, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; counting touches only
+// atomics and a const-initialized thread-local `Cell<bool>`, which do not allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note(layout.size());
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(new_size);
+        // SAFETY: forwarded with the caller's pointer, layout and size.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's pointer and layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations (count, bytes, size of the first) made by `f` on this thread.
+fn count_allocs<R>(f: impl FnOnce() -> R) -> (R, u64, u64, u64) {
+    ALLOCS.store(0, Ordering::Relaxed);
+    ALLOC_BYTES.store(0, Ordering::Relaxed);
+    FIRST_SIZE.store(0, Ordering::Relaxed);
+    COUNTING.with(|c| c.set(true));
+    let r = f();
+    COUNTING.with(|c| c.set(false));
+    (
+        r,
+        ALLOCS.load(Ordering::Relaxed),
+        ALLOC_BYTES.load(Ordering::Relaxed),
+        FIRST_SIZE.load(Ordering::Relaxed),
+    )
+}
+
+const CHUNK: usize = 64 * 1024;
+
+/// A few MB of mixed JSON: objects, long arrays of numbers in many spellings,
+/// strings with escapes, surrogate pairs and raw multibyte characters (many of
+/// them straddling chunk boundaries), nesting, literals, whitespace.
+fn big_document() -> Vec<u8> {
+    let mut d = Vec::with_capacity(6 << 20);
+    d.extend_from_slice(b"{\"meta\": {\"name\": \"no_alloc\", \"tags\": [\"a\", \"b\\u00e9\", \"\\uD83D\\uDE00\"], \"ok\": true},\n \"rows\": [\n");
+    for i in 0..12_000u32 {
+        if i > 0 {
+            d.extend_from_slice(b",\n");
+        }
+        let row = format!(
+            "  {{\"id\": {i}, \"name\": \"row {i} \\n\\t\\\"q\\\" \\u00e9 é € 😀 \\uD83D\\uDE00\", \
+             \"vals\": [{i}, -{i}.5, {i}e-3, 1E400, 123456789012345678901234567890, -0.0, null, false],\
+             \"nested\": {{\"a\": [[], [{{}}], [[[{i}]]]], \"b\": {{\"c\": {{\"d\": [\"deep \\/ {i}\"]}}}}}}, \
+             \"key with \\\\ and ~ and /\": \"{}\"}}",
+            "padding é😀\\n".repeat((i % 7) as usize)
+        );
+        d.extend_from_slice(row.as_bytes());
+    }
+    d.extend_from_slice(b"\n ],\n \"blob\": \"");
+    let mut k = 0u32;
+    while d.len() < (4 << 20) {
+        // Units of every width, so chunk boundaries fall inside all of them.
+        d.extend_from_slice(
+            "plain text \\n \\\" \\\\ \\u00e9 é \\u20AC € \\uD83D\\uDE00 😀 ".as_bytes(),
+        );
+        k += 1;
+        if k % 97 == 0 {
+            d.extend_from_slice(b"\\t\\r\\b\\f\\/");
+        }
+    }
+    d.extend_from_slice(b"\",\n \"numbers\": [");
+    for i in 0..150_000u32 {
+        if i > 0 {
+            d.push(b',');
+        }
+        let n = match i % 5 {
+            0 => format!("{i}"),
+            1 => format!("-{i}.{i}"),
+            2 => format!("{i}E+{}", i % 400),
+            3 => format!("0.{i}e-7"),
+            _ => "98765432109876543210987654321".to_string(),
+        };
+        d.extend_from_slice(n.as_bytes());
+    }
+    d.extend_from_slice(b"]}\n");
+    d
+}
+
+/// FNV-1a, to compare outputs without keeping them.
+fn fnv(h: &mut u64, bytes: &[u8]) {
+    for &b in bytes {
+        *h ^= b as u64;
+        *h = h.wrapping_mul(0x100_0000_01b3);
+    }
+}
+
+/// One pass over `doc`: (hash of the output, output length).
+fn pass(b: &mut Budget, doc: &[u8], out: &mut Vec<u8>) -> (u64, u64) {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    let mut len = 0u64;
+    for c in doc.chunks(CHUNK) {
+        b.feed(c, out).expect("valid document");
+        fnv(&mut h, out);
+        len += out.len() as u64;
+        out.clear();
+    }
+    (h, len)
+}
+
+fn check_no_alloc(name: &str, lim: Limits) {
+    let doc = big_document();
+    assert!(doc.len() > 5 << 20, "document is {} bytes", doc.len());
+
+    // The whole output in one piece, for reference.
+    let mut reference = Vec::new();
+    let mut b = Budget::new(lim).unwrap();
+    for c in doc.chunks(CHUNK) {
+        b.feed(c, &mut reference).unwrap();
+    }
+    let ref_rec = b.finish(&mut reference).unwrap().to_json();
+    serde_json::from_slice::<serde_json::Value>(&reference)
+        .unwrap_or_else(|e| panic!("{name}: output does not parse: {e}"));
+    assert!(reference.len() as u64 <= lim.max_result_bytes, "{name}");
+
+    // Warm up: one document, finish, reset.
+    let mut b = Budget::new(lim).unwrap();
+    let mut out = Vec::with_capacity(4 * CHUNK);
+    let warm = pass(&mut b, &doc, &mut out);
+    b.finish(&mut out).unwrap();
+    out.clear();
+    b.reset();
+
+    // Measured: the same document again, chunk by chunk.
+    let cap = out.capacity();
+    let (steady, n, bytes, first) = count_allocs(|| pass(&mut b, &doc, &mut out));
+    assert_eq!(
+        n, 0,
+        "{name}: {n} allocations ({bytes} bytes, first of {first} bytes) while feeding"
+    );
+    assert_eq!(out.capacity(), cap, "{name}: the caller's buffer grew");
+    assert_eq!(steady, warm, "{name}: second pass differs from the first");
+
+    // And finishing allocates nothing either.
+    let (tail, n, bytes, first) = count_allocs(|| {
+        b.finish(&mut out).expect("complete document");
+        out.len()
+    });
+    assert_eq!(
+        n, 0,
+        "{name}: {n} allocations ({bytes} bytes, first of {first} bytes) in finish"
+    );
+    assert_eq!(b.record().to_json(), ref_rec, "{name}: record");
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    fnv(&mut h, &reference);
+    let mut h2 = 0xcbf2_9ce4_8422_2325u64;
+    let total = steady.1 + tail as u64;
+    assert_eq!(total, reference.len() as u64, "{name}: output length");
+    // Streamed output hash equals the reference's when no bytes come at finish.
+    if tail == 0 {
+        assert_eq!(steady.0, h, "{name}: output");
+    } else {
+        fnv(&mut h2, &reference[..steady.1 as usize]);
+        assert_eq!(steady.0, h2, "{name}: output");
+    }
+}
+
+#[test]
+fn no_alloc_unlimited() {
+    check_no_alloc("unlimited", Limits::UNLIMITED);
+}
+
+#[test]
+fn no_alloc_default_limits() {
+    check_no_alloc("default", Limits::DEFAULT);
+}
+
+#[test]
+fn no_alloc_tight_limits() {
+    check_no_alloc(
+        "tight",
+        Limits {
+            max_list_items: 3,
+            max_map_keys: 4,
+            max_string_bytes: 10,
+            max_depth: 3,
+            max_result_bytes: 2048,
+            max_nesting: 64,
+        },
+    );
+}
+
+/// Cuts without a byte ceiling: the output streams while lists, strings and
+/// depth are cut.
+#[test]
+fn no_alloc_cuts_without_ceiling() {
+    check_no_alloc(
+        "streaming cuts",
+        Limits {
+            max_list_items: 1000,
+            max_string_bytes: 100,
+            max_depth: 4,
+            ..Limits::UNLIMITED
+        },
+    );
+}
