@@ -378,9 +378,7 @@ impl ValueBudget {
             return Step::More;
         }
         out.write(b"\":");
-        if let Some(p) = self.frames.last_mut() {
-            p.kept += 1;
-        }
+        // The member counts as kept once its value starts (`start_child`).
         Step::More
     }
 

@@ -237,6 +237,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         typed: args.typed,
         read_only: !args.mutating,
         request_id: None,
+        modern: false,
     };
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();

@@ -622,8 +622,8 @@ impl Guard {
                     if let Some(f) = self.frames.last_mut() {
                         f.count += 1;
                         let c = f.count;
-                        self.path.push_key(&key, complete);
                         self.note(M::Keys, c);
+                        self.path.push_key(&key, complete);
                         self.note(M::StrBytes, self.lex.string_decoded_len());
                         self.note(M::StrChars, self.lex.string_chars());
                         if self.frames.len() == 1 {
@@ -799,8 +799,8 @@ impl Guard {
                 let i = f.count;
                 f.count += 1;
                 let c = f.count;
-                self.path.push_index(i);
                 self.note(M::Items, c);
+                self.path.push_index(i);
             } else if self.frames.len() == 1 && self.top_key != b"limit" {
                 // A non-string, non-number top-level value: a query-like name still counts as present.
                 let k = String::from_utf8_lossy(&self.top_key).into_owned();

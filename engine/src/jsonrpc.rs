@@ -2,6 +2,8 @@
 
 /// JSON-RPC parse error.
 pub const PARSE_ERROR: i32 = -32700;
+/// JSON-RPC invalid params.
+pub const INVALID_PARAMS: i32 = -32602;
 /// JSON-RPC internal error (used for a broken or vanished server response).
 pub const INTERNAL_ERROR: i32 = -32603;
 

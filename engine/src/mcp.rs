@@ -128,6 +128,9 @@ pub struct CallInfo {
     pub read_only: bool,
     /// The request's raw JSON id, for receipts (else the response's own id is used).
     pub request_id: Option<Vec<u8>>,
+    /// The call used the 2026-07-28 protocol: results the engine writes itself
+    /// carry `resultType`.
+    pub modern: bool,
 }
 
 /// How to treat one message.
@@ -1137,13 +1140,14 @@ impl Projector {
     }
 
     fn write_typed_error(&mut self) {
-        let (tool, read_only, req_id) = match &self.treat {
+        let (tool, read_only, req_id, modern) = match &self.treat {
             Treat::ToolResult(c) => (
                 c.tool.clone().unwrap_or_else(|| "unknown".into()),
                 c.read_only,
                 c.request_id.clone(),
+                c.modern,
             ),
-            Treat::Pass => ("unknown".into(), true, None),
+            Treat::Pass => ("unknown".into(), true, None, false),
         };
         let text = typed_error_text(
             read_only,
@@ -1159,7 +1163,11 @@ impl Projector {
             let mut v = Vec::with_capacity(1024);
             v.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
             push_json_string(&mut v, &text);
-            v.extend_from_slice(b"}],\"isError\":true,\"_meta\":{\"resultbudget/truncation\":{");
+            v.extend_from_slice(b"}],\"isError\":true,");
+            if modern {
+                v.extend_from_slice(b"\"resultType\":\"complete\",");
+            }
+            v.extend_from_slice(b"\"_meta\":{\"resultbudget/truncation\":{");
             self.rec.write_fields(&mut v);
             v.extend_from_slice(ORIGINAL_FIELD);
             push_u64(&mut v, self.original_bytes);

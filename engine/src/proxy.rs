@@ -8,7 +8,7 @@
 //! See `docs/proxy.md` for the behaviour in detail.
 
 use crate::framing::{LineReader, Piece};
-use crate::guard::{Guard, GuardVerdict};
+use crate::guard::Guard;
 use crate::inventory::Inventory;
 use crate::jsonrpc;
 use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
@@ -16,7 +16,7 @@ use crate::sniff::{Event, Seg, Walker, Want};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Log verbosity.
@@ -64,13 +64,28 @@ enum Method {
     ToolsCall(String),
     TasksResult,
     ToolsList,
+    /// A `tools/list` the proxy sent itself (its answer is not forwarded).
+    ProxyToolsList,
     Other,
+}
+
+/// What the proxy knows of the server's tools.
+#[derive(Debug, Default)]
+struct ToolsState {
+    /// A complete `tools/list` was seen (or fetching was given up).
+    known: bool,
+    /// Ids of the proxy's own `tools/list` requests that were answered.
+    answered: Vec<Vec<u8>>,
+    /// `nextCursor` of the last page the proxy fetched.
+    next_cursor: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone)]
 struct Pending {
     method: Method,
     cancelled: bool,
+    /// The request carried the 2026-07-28 protocol-version `_meta`.
+    modern: bool,
 }
 
 /// What `tools/list` told us about a tool.
@@ -84,8 +99,13 @@ struct Shared {
     cfg: ProxyConfig,
     pending: Mutex<HashMap<Vec<u8>, Pending>>,
     tools: Mutex<HashMap<String, ToolFacts>>,
+    tools_state: Mutex<ToolsState>,
+    tools_cv: Condvar,
     client_out: Mutex<Box<dyn Write + Send>>,
 }
+
+/// How long a `tools/call` waits for the proxy's own `tools/list` before it is forwarded.
+const TOOLS_WAIT: Duration = Duration::from_secs(3);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     match m.lock() {
@@ -139,6 +159,7 @@ impl Shared {
                         typed,
                         read_only,
                         request_id: Some(id.to_vec()),
+                        modern: p.modern,
                     }),
                 )
             }
@@ -149,9 +170,10 @@ impl Shared {
                     typed: false,
                     read_only: true,
                     request_id: Some(id.to_vec()),
+                    modern: p.modern,
                 }),
             ),
-            Method::ToolsList | Method::Other => (lim, Treat::Pass),
+            Method::ToolsList | Method::ProxyToolsList | Method::Other => (lim, Treat::Pass),
         }
     }
 }
@@ -183,6 +205,8 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
         cfg,
         pending: Mutex::new(HashMap::new()),
         tools: Mutex::new(HashMap::new()),
+        tools_state: Mutex::new(ToolsState::default()),
+        tools_cv: Condvar::new(),
         client_out: Mutex::new(Box::new(std::io::stdout())),
     });
     let child = Arc::new(Mutex::new(child));
@@ -242,9 +266,15 @@ fn decide_request(path: &[Seg]) -> Want {
         [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
         [k] if k.is(b"params") => Want::Descend,
         [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId")) => Want::Capture,
+        [p, k] if p.is(b"params") && k.is(b"_meta") => Want::Descend,
+        [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(PROTOCOL_VERSION_KEY) => {
+            Want::Capture
+        }
         _ => Want::Skip,
     }
 }
+
+const PROTOCOL_VERSION_KEY: &[u8] = b"io.modelcontextprotocol/protocolVersion";
 
 #[derive(Default)]
 struct RequestFacts {
@@ -252,6 +282,76 @@ struct RequestFacts {
     id: Vec<u8>,
     name: Vec<u8>,
     request_id: Vec<u8>,
+    /// The 2026-07-28 protocol version the request carried (raw JSON), if any.
+    version: Vec<u8>,
+}
+
+/// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
+/// by asking the server itself (every page), so the typed-success rule holds
+/// even for a client that never lists tools. Waits at most `TOOLS_WAIT`.
+fn ensure_tools(shared: &Shared, server_in: &mut Option<ChildStdin>, version: &[u8]) {
+    if lock(&shared.tools_state).known {
+        return;
+    }
+    let deadline = Instant::now() + TOOLS_WAIT;
+    let mut cursor: Option<Vec<u8>> = None;
+    for page in 0..100u32 {
+        let id = format!("\"resultbudget-tools-{page}\"").into_bytes();
+        let mut line = Vec::with_capacity(256);
+        line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        line.extend_from_slice(&id);
+        line.extend_from_slice(b",\"method\":\"tools/list\",\"params\":{");
+        let mut first = true;
+        if let Some(c) = &cursor {
+            line.extend_from_slice(b"\"cursor\":");
+            line.extend_from_slice(c);
+            first = false;
+        }
+        if !version.is_empty() {
+            if !first {
+                line.push(b',');
+            }
+            line.extend_from_slice(b"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":");
+            line.extend_from_slice(version);
+            line.extend_from_slice(b",\"io.modelcontextprotocol/clientCapabilities\":{}}");
+        }
+        line.extend_from_slice(b"}}\n");
+        lock(&shared.pending).insert(
+            id.clone(),
+            Pending {
+                method: Method::ProxyToolsList,
+                cancelled: false,
+                modern: !version.is_empty(),
+            },
+        );
+        let Some(si) = server_in.as_mut() else { break };
+        if si.write_all(&line).and_then(|_| si.flush()).is_err() {
+            break;
+        }
+        let mut st = lock(&shared.tools_state);
+        while !st.answered.contains(&id) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            st = match shared.tools_cv.wait_timeout(st, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        if !st.answered.contains(&id) {
+            shared.log(
+                LogLevel::Warn,
+                "the server did not answer tools/list in time; typed tools may be cut",
+            );
+            break;
+        }
+        cursor = st.next_cursor.take();
+        if cursor.is_none() {
+            break;
+        }
+    }
+    lock(&shared.tools_state).known = true;
 }
 
 fn unquote(raw: &[u8]) -> String {
@@ -280,7 +380,7 @@ fn client_to_server<R: Read>(
     // has seen all of it (the guard refuses it before the hold passes its cap).
     let mut held: Vec<u8> = Vec::new();
     let mut decided: Option<bool> = None;
-    let mut refused: Option<GuardVerdict> = None;
+    let mut refused: Option<()> = None;
     let write_server = |server_in: &mut Option<ChildStdin>, bytes: &[u8]| {
         if let Some(si) = server_in.as_mut() {
             if si.write_all(bytes).is_err() {
@@ -306,6 +406,9 @@ fn client_to_server<R: Read>(
                                 [k] if k.is(b"id") => facts.id = raw.to_vec(),
                                 [_, k] if k.is(b"name") => facts.name = raw.to_vec(),
                                 [_, k] if k.is(b"requestId") => facts.request_id = raw.to_vec(),
+                                [_, _, k] if k.is(PROTOCOL_VERSION_KEY) => {
+                                    facts.version = raw.to_vec()
+                                }
                                 _ => {}
                             }
                         }
@@ -317,9 +420,10 @@ fn client_to_server<R: Read>(
                 if decided.is_none() && !facts.method.is_empty() {
                     decided = Some(facts.method == b"\"tools/call\"");
                 }
-                if decided != Some(false) && refused.is_none() {
-                    refused = guard.feed(bytes);
-                    if refused.is_some() {
+                if decided != Some(false) {
+                    // The guard keeps measuring after a refusal, so the size it reports is exact.
+                    if guard.feed(bytes).is_some() && refused.is_none() {
+                        refused = Some(());
                         held = Vec::new();
                     }
                 }
@@ -354,10 +458,36 @@ fn client_to_server<R: Read>(
                 }
                 let is_call = facts.method == b"\"tools/call\"";
                 let tool = unquote(&facts.name);
-                if refused.is_none() && is_call {
-                    refused = guard.finish(&tool);
+                let verdict = if is_call { guard.finish(&tool) } else { None };
+                if refused.take().is_some() && verdict.is_none() {
+                    // Refused before its method was known, and it was not a call: it is gone.
+                    shared.log(
+                        LogLevel::Warn,
+                        "dropped a request that broke an argument cap before its method was known",
+                    );
+                    if !facts.id.is_empty() {
+                        let mut line = Vec::with_capacity(256);
+                        jsonrpc::error_line(
+                            &mut line,
+                            Some(&facts.id),
+                            jsonrpc::INVALID_PARAMS,
+                            "resultbudget: the request broke an argument cap and was not forwarded",
+                        );
+                        line.push(b'\n');
+                        let _ = shared.send_client(&line);
+                    }
+                    held.clear();
+                    decided = None;
+                    walker.reset();
+                    guard.reset();
+                    facts = RequestFacts::default();
+                    sniff_ok = true;
+                    if end {
+                        break;
+                    }
+                    continue;
                 }
-                match refused.take() {
+                match verdict {
                     Some(v) if is_call => {
                         // Answered here: the server never sees the call.
                         shared.log(
@@ -382,6 +512,9 @@ fn client_to_server<R: Read>(
                                     held.splice(a..b, max.to_string().into_bytes());
                                 }
                             }
+                        }
+                        if is_call {
+                            ensure_tools(shared, &mut server_in, &facts.version);
                         }
                         register(shared, &facts);
                         write_server(&mut server_in, &held);
@@ -457,6 +590,7 @@ fn register(shared: &Shared, f: &RequestFacts) {
         Pending {
             method: m,
             cancelled: false,
+            modern: !f.version.is_empty(),
         },
     );
 }
@@ -502,6 +636,7 @@ impl IdProbe {
 #[derive(Default)]
 struct ToolsProbe {
     walker: Walker,
+    next_cursor: Option<Vec<u8>>,
     found: Vec<(String, ToolFacts)>,
     cur_name: Option<String>,
     cur: ToolFacts,
@@ -516,6 +651,7 @@ impl ToolsProbe {
         let mut decide = |path: &[Seg]| match path {
             [r] if r.is(b"result") => Want::Descend,
             [r, t] if r.is(b"result") && t.is(b"tools") => Want::Descend,
+            [r, c] if r.is(b"result") && c.is(b"nextCursor") => Want::Capture,
             [_, _, i] if i.index.is_some() => Want::Descend,
             [_, _, _, k] if k.is(b"name") => Want::Capture,
             [_, _, _, k] if k.is(b"outputSchema") => Want::Capture,
@@ -524,6 +660,7 @@ impl ToolsProbe {
             _ => Want::Skip,
         };
         let found = &mut self.found;
+        let next_cursor = &mut self.next_cursor;
         let cur_name = &mut self.cur_name;
         let cur = &mut self.cur;
         let mut on = |ev: Event<'_>| match ev {
@@ -539,6 +676,11 @@ impl ToolsProbe {
                         found.push((n, *cur));
                     }
                 }
+            }
+            Event::Scalar([r, c], raw)
+                if r.is(b"result") && c.is(b"nextCursor") && raw != b"null" =>
+            {
+                *next_cursor = Some(raw.to_vec());
             }
             Event::Scalar([_, _, _, k], raw) if k.is(b"name") => *cur_name = Some(unquote(raw)),
             Event::Scalar([_, _, _, a, k], raw)
@@ -692,15 +834,38 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     let _ = shared.send_client(&line_out);
                 }
             } else {
-                line_out.push(b'\n');
-                let _ = shared.send_client(&line_out);
-                if let Some(id) = &id {
-                    let p = lock(&shared.pending).remove(id);
-                    if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
-                        if p.method == Method::ToolsList {
-                            learn_tools(shared, tp, typed_probe.as_ref());
+                let p = id.as_ref().and_then(|id| lock(&shared.pending).remove(id));
+                let own = p
+                    .as_ref()
+                    .is_some_and(|p| p.method == Method::ProxyToolsList);
+                if !own {
+                    line_out.push(b'\n');
+                    let _ = shared.send_client(&line_out);
+                }
+                if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
+                    if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
+                        learn_tools(shared, tp, typed_probe.as_ref());
+                        let mut st = lock(&shared.tools_state);
+                        if own {
+                            st.next_cursor = tp.next_cursor.take();
+                            if let Some(id) = &id {
+                                st.answered.push(id.clone());
+                            }
+                        } else if tp.next_cursor.is_none() {
+                            st.known = true;
                         }
+                        drop(st);
+                        shared.tools_cv.notify_all();
                     }
+                } else if own {
+                    // An answer we cannot read (an error): stop waiting for it.
+                    if let Some(id) = &id {
+                        lock(&shared.tools_state).answered.push(id.clone());
+                    }
+                    shared.tools_cv.notify_all();
+                }
+                if is_list_changed(&line_out) {
+                    lock(&shared.tools_state).known = false;
                 }
                 let rec = proj.record();
                 if rec.truncated() {
@@ -786,7 +951,9 @@ fn resolve(shared: &Shared, id: &[u8]) -> Treat {
 /// Pick the treatment for a line before its id is known: (treat, ambiguous, tools/list pending).
 fn pick_treat(shared: &Shared) -> (Treat, bool, bool) {
     let pending = lock(&shared.pending);
-    let lists = pending.values().any(|p| p.method == Method::ToolsList);
+    let lists = pending
+        .values()
+        .any(|p| matches!(p.method, Method::ToolsList | Method::ProxyToolsList));
     let mut treats: Vec<Treat> = Vec::new();
     let mut others = 0usize;
     for (id, p) in pending.iter() {
@@ -879,6 +1046,11 @@ impl TypedProbe {
     }
 }
 
+/// Whether a forwarded line is `notifications/tools/list_changed` (compact form).
+fn is_list_changed(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"\"method\":\"notifications/tools/list_changed\"").is_some()
+}
+
 fn learn_tools(shared: &Shared, tp: &mut ToolsProbe, typed: Option<&TypedProbe>) {
     tp.feed(&[], true);
     let mut tools = lock(&shared.tools);
@@ -904,6 +1076,8 @@ pub fn relay_server_output<R: Read>(
         cfg,
         pending: Mutex::new(HashMap::new()),
         tools: Mutex::new(HashMap::new()),
+        tools_state: Mutex::new(ToolsState::default()),
+        tools_cv: Condvar::new(),
         client_out: Mutex::new(out),
     };
     let o = server_to_client(&shared, input);

@@ -456,9 +456,10 @@ fn run_with(lim: Limits, doc: &[u8], bytewise: bool) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
-/// Cutting never hides an error: under tight limits every `n_` file is
-/// refused with the same kind and offset as without limits, and every `y_`
-/// file is accepted with a valid, bounded output.
+/// Cutting never hides an error: under tight limits every `n_` file (and every
+/// refused `i_` file) is refused with the same kind and offset as without
+/// limits, and every `y_` file (and accepted `i_` file) is accepted with a
+/// valid, bounded output.
 #[test]
 fn verdicts_do_not_depend_on_the_limits() {
     for (name, doc) in files("n_") {
@@ -467,6 +468,18 @@ fn verdicts_do_not_depend_on_the_limits() {
             for bytewise in [false, true] {
                 let e = run_with(lim, &doc, bytewise).expect_err(&name);
                 assert_eq!(e, unlimited, "{name}: {lim:?}, bytewise {bytewise}");
+            }
+        }
+    }
+    for (name, doc) in files("i_") {
+        let unlimited = run_with(Limits::UNLIMITED, &doc, false);
+        for lim in TIGHT {
+            for bytewise in [false, true] {
+                let r = run_with(lim, &doc, bytewise);
+                assert_eq!(r.is_ok(), unlimited.is_ok(), "{name}: {lim:?}");
+                if let (Err(a), Err(b)) = (&r, &unlimited) {
+                    assert_eq!(a, b, "{name}: {lim:?}, bytewise {bytewise}");
+                }
             }
         }
     }

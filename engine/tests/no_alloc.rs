@@ -243,3 +243,18 @@ fn no_alloc_cuts_without_ceiling() {
         },
     );
 }
+
+/// The counter itself works: an allocation on this thread is seen.
+#[test]
+fn counter_sees_allocations() {
+    let (v, n, bytes, first) = count_allocs(|| Vec::<u8>::with_capacity(1000));
+    assert_eq!(v.capacity(), 1000);
+    assert_eq!((n, bytes, first), (1, 1000, 1000));
+    let (_, n, _, _) = count_allocs(|| {
+        let mut b = Budget::new(Limits::DEFAULT).unwrap();
+        let mut out = Vec::new();
+        b.feed(b"[1]", &mut out).unwrap();
+        b.finish(&mut out).unwrap();
+    });
+    assert!(n > 0, "building a Budget allocates its fixed state");
+}

@@ -630,11 +630,6 @@ fn doc() -> impl Strategy<Value = Doc> {
     })
 }
 
-/// Set to false once the engine bugs reported in `known_bug_*` below are
-/// fixed: the generated limits then also cover `max_map_keys` values that
-/// trigger them.
-const AVOID_KNOWN_BUGS: bool = true;
-
 fn small_or_none(max_small: u64) -> impl Strategy<Value = u64> {
     prop_oneof![3 => 0..=max_small, 1 => Just(u64::MAX)]
 }
@@ -649,11 +644,7 @@ fn limits() -> impl Strategy<Value = Limits> {
     )
         .prop_map(|(items, keys, sbytes, depth, bytes)| Limits {
             max_list_items: items,
-            max_map_keys: if AVOID_KNOWN_BUGS && keys > 0 {
-                u64::MAX
-            } else {
-                keys
-            },
+            max_map_keys: keys,
             max_string_bytes: sbytes,
             max_depth: depth,
             max_result_bytes: bytes,
@@ -1153,17 +1144,15 @@ fn composition_with_a_binding_loose_ceiling_does_not_hold() {
 }
 
 // ---------------------------------------------------------------------------
-// Known engine bugs: minimal failing cases (see the report that came with
-// these tests). Remove `AVOID_KNOWN_BUGS` above once they pass.
+// Regressions found by the oracle.
 
-/// ENGINE BUG (known): every kept object member is counted twice against
-/// `max_map_keys` (`Frame::kept` is incremented in `key_end` and again in
-/// `start_child` when the member's value starts), so an object keeps
-/// ceil(max_map_keys / 2) members instead of `max_map_keys`.
-/// `{"a":1,"b":2,"c":3}` with `max_map_keys: 2` must give `{"a":1,"b":2}`,
-/// one `map_keys` cut at `/c`; the engine gives `{"a":1}`, 2 omitted, at `/b`.
+/// Root cause (fixed): every kept object member was counted twice against
+/// `max_map_keys` (`Frame::kept` was incremented in `key_end` and again in
+/// `start_child` when the member's value started), so an object kept
+/// ceil(max_map_keys / 2) members. `{"a":1,"b":2,"c":3}` with `max_map_keys: 2`
+/// must give `{"a":1,"b":2}` and one `map_keys` cut at `/c`.
 #[test]
-fn known_bug_map_keys_counts_each_member_twice() {
+fn regression_map_keys_counted_once_per_member() {
     let d = Doc::Obj(vec![
         (s("a"), atom("1")),
         (s("b"), atom("2")),

@@ -66,7 +66,7 @@ impl Rec {
 }
 
 /// What one message produced.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Run {
     pub out: Vec<u8>,
     pub rec: Rec,
@@ -74,6 +74,23 @@ pub struct Run {
     pub original_bytes: u64,
     pub typed_failed: bool,
     pub id: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let o = &self.out[..self.out.len().min(4000)];
+        write!(
+            f,
+            "Run {{ out: {}, rec: {}, original_bytes: {}, typed_failed: {}, id: {:?} }}",
+            String::from_utf8_lossy(o),
+            String::from_utf8_lossy(&self.rec_json),
+            self.original_bytes,
+            self.typed_failed,
+            self.id
+                .as_ref()
+                .map(|i| String::from_utf8_lossy(i).into_owned())
+        )
+    }
 }
 
 impl PartialEq for Run {
@@ -138,6 +155,7 @@ pub fn typed(tool: &str, read_only: bool, request_id: Option<&str>) -> Treat {
         typed: true,
         read_only,
         request_id: request_id.map(|s| s.as_bytes().to_vec()),
+        ..CallInfo::default()
     })
 }
 

@@ -1,0 +1,81 @@
+"""A real Python-SDK MCP server for resultbudget's tests (both protocol generations).
+
+Tools: `big_text` (untyped text of n bytes), `rows` (typed: structured list of n rows,
+read-only), `mutate_rows` (typed, may change state), `list_things` / `search_things`
+(the list-versus-search pair), `crash` (writes half a response and dies).
+Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
+prove what never reached it.
+"""
+
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("rb-test-server")
+# The SDK moves the protocol stream off fd 1 when it starts; keep a handle on the wire
+# so `crash` can leave half a line on it, as a real crash would.
+WIRE = os.dup(1)
+LOG = os.environ.get("RB_SERVER_LOG")
+
+
+def log(what: str) -> None:
+    if LOG:
+        with open(LOG, "a", encoding="utf-8") as f:
+            f.write(what + "\n")
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
+def big_text(n_bytes: int) -> str:
+    """Return n_bytes of text."""
+    log(f"big_text {n_bytes}")
+    return ("lorem ipsum dolor sit amet " * (n_bytes // 27 + 1))[:n_bytes]
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def rows(n: int) -> list[dict]:
+    """Return n rows (typed)."""
+    log(f"rows {n}")
+    return [{"id": i, "name": f"user{i}", "email": f"user{i}@example.com"} for i in range(n)]
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def mutate_rows(n: int) -> list[dict]:
+    """Pretend to change n rows and return them all (typed, state-changing)."""
+    log(f"mutate_rows {n}")
+    return [{"id": i, "changed": True, "note": "x" * 40} for i in range(n)]
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
+def list_things(limit: int = 20, cursor: str | None = None) -> str:
+    """Browse things, one page at a time."""
+    log(f"list_things limit={limit}")
+    return f"{limit} things"
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
+def search_things(query: str, limit: int = 20, cursor: str | None = None) -> str:
+    """Find things by text."""
+    log(f"search_things query={query!r} limit={limit}")
+    return f"things matching {query}"
+
+
+@server.tool(structured_output=False)
+def store(payload: str, items: list[str] | None = None) -> str:
+    """Store a payload (a mutation with caps)."""
+    log(f"store {len(payload)}")
+    return "stored"
+
+
+@server.tool(structured_output=False)
+def crash() -> str:
+    """Write half a response, then die."""
+    log("crash")
+    sys.stdout.flush()
+    os.write(WIRE, b'{"jsonrpc":"2.0","id":')
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run()

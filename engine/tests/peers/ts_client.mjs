@@ -1,0 +1,42 @@
+// The official TypeScript SDK client, driven by a JSON plan; prints one JSON array of results.
+// Usage: node ts_client.mjs PLAN.json   (plan: {"command": [...], "calls": [{"name", "arguments"}], "timeout_ms"})
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+import { readFileSync } from "node:fs";
+const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const transport = new StdioClientTransport({
+  command: plan.command[0],
+  args: plan.command.slice(1),
+  stderr: "inherit",
+});
+const errors = [];
+transport.onerror = (e) => errors.push(String(e?.message ?? e));
+const client = new Client({ name: "resultbudget-test", version: "0.0.0" });
+const out = [];
+try {
+  await client.connect(transport);
+  const one = async (call) => {
+    try {
+      const r = await client.callTool(
+        { name: call.name, arguments: call.arguments ?? {} },
+        undefined,
+        { timeout: plan.timeout_ms ?? 30000 },
+      );
+      return { ok: true, result: r };
+    } catch (e) {
+      return { ok: false, error: String(e?.message ?? e), transport_errors: [...errors] };
+    }
+  };
+  if (plan.list_first) await client.listTools();
+  if (plan.parallel) {
+    out.push(...(await Promise.all(plan.calls.map(one))));
+  } else {
+    for (const call of plan.calls) out.push(await one(call));
+  }
+} catch (e) {
+  out.push({ ok: false, error: "session: " + String(e?.message ?? e) });
+}
+console.log(JSON.stringify(out));
+await client.close().catch(() => {});
+process.exit(0);

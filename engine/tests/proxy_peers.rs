@@ -1,0 +1,443 @@
+//! The proxy between the official MCP SDK clients and the reference servers.
+mod peers_support;
+
+use peers_support::*;
+use serde_json::{json, Value};
+
+fn make_fs(tag: &str) -> std::path::PathBuf {
+    let d = tmpdir(tag);
+    let mut big = String::with_capacity(8_500_000);
+    let mut i = 0u64;
+    while big.len() < 8 * 1024 * 1024 {
+        big.push_str(&format!(
+            "line {i}: the quick brown fox jumps over the lazy dog, caf\u{e9} \u{1F600}\n"
+        ));
+        i += 1;
+    }
+    std::fs::write(d.join("big.txt"), big).unwrap();
+    std::fs::write(d.join("small.txt"), "hello from a small file\n").unwrap();
+    d
+}
+
+#[test]
+fn ts_client_reads_8mb_file_only_through_the_proxy() {
+    let dir = make_fs("fs8");
+    let fs = filesystem_cmd(&dir);
+    let small = json!({"name":"read_text_file","arguments":{"path": dir.join("small.txt")}});
+    let big = json!({"name":"read_text_file","arguments":{"path": dir.join("big.txt")}});
+
+    // Without the proxy the TypeScript SDK drops the connection (its 10 MiB line limit).
+    let direct = ts_client(&json!({"command": fs, "calls":[small, big], "timeout_ms": 20000}));
+    assert_eq!(direct[0]["ok"], true, "{direct:?}");
+    assert_eq!(
+        direct[1]["ok"], false,
+        "the direct read should kill the connection: {direct:?}"
+    );
+    let why = direct[1].to_string();
+    assert!(
+        why.contains("Connection closed") || why.contains("exceeded maximum size"),
+        "{why}"
+    );
+
+    // Through the proxy: a bounded, well-formed answer, and the session goes on.
+    let via = ts_client(&json!({
+        "command": proxied(&["--log-level","info"], &fs),
+        "calls":[small, big, small], "timeout_ms": 30000}));
+    assert_eq!(via.len(), 3, "{via:?}");
+    for v in &via {
+        assert_eq!(v["ok"], true, "{via:?}");
+    }
+    assert_eq!(
+        via[0]["result"], direct[0]["result"],
+        "small reads pass unchanged"
+    );
+    assert_eq!(via[2]["result"], direct[0]["result"]);
+    let r = &via[1]["result"];
+    // read_text_file declares an outputSchema: a typed, read-only result is whole or an error.
+    assert_eq!(r["isError"], true, "{r}");
+    let t = text(r, 0);
+    assert!(
+        t.starts_with("result_budget_exceeded: the complete result of tool read_text_file is "),
+        "{t}"
+    );
+    assert!(t.contains("over the result budget of 65536 bytes"), "{t}");
+    assert!(
+        !t.contains("do not repeat"),
+        "read-only guidance never mentions repeating"
+    );
+    let rec = record(r).expect("record");
+    assert_eq!(rec["truncated"], true);
+    assert!(
+        rec["original_bytes"].as_u64().unwrap() > 16_000_000,
+        "{rec}"
+    );
+    assert!(serde_json::to_vec(r).unwrap().len() <= 65536);
+    assert!(
+        r.get("structuredContent").is_none(),
+        "no partial typed success"
+    );
+}
+
+#[test]
+fn ts_client_untyped_inventory_gets_a_cut_text() {
+    // With an inventory that treats read_text_file as plain text, the client gets the head of the file.
+    let dir = make_fs("fsinv");
+    let inv = dir.join("inv.json");
+    std::fs::write(
+        &inv,
+        serde_json::to_vec(&json!({"tools":[{
+            "tool":"read_text_file","surface":"file read","classification":"single","read_only":true,
+            "limit":null,"cursor":null,"per_item_budget_bytes":null,
+            "result_budget":{"max_result_bytes":65536},
+            "backend_query_bound":"one file","structured_content_policy":"cut_generic"}]}))
+        .unwrap(),
+    )
+    .unwrap();
+    let fs = filesystem_cmd(&dir);
+    let inv_s = inv.to_string_lossy().into_owned();
+    let via = ts_client(&json!({
+        "command": proxied(&["--inventory", &inv_s], &fs),
+        "calls":[{"name":"read_text_file","arguments":{"path": dir.join("big.txt")}}], "timeout_ms": 30000}));
+    let r = &via[0]["result"];
+    assert_eq!(via[0]["ok"], true, "{via:?}");
+    assert!(r.get("isError").is_none() || r["isError"] == false);
+    let t = text(r, 0);
+    assert!(t.starts_with("line 0: the quick brown fox"), "{t:.200}");
+    assert!(
+        t.contains("\n[resultbudget: output cut, "),
+        "marker present"
+    );
+    assert!(t.len() <= 16 * 1024, "{}", t.len());
+    let sc = r["structuredContent"]["content"].as_str().unwrap();
+    assert!(sc.len() <= 4096 && sc.starts_with("line 0:"));
+    let rec = record(r).unwrap();
+    let paths: Vec<&str> = rec["omitted_paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/content/0/text", "/structuredContent/content"]);
+}
+
+#[test]
+fn small_calls_through_the_proxy_equal_direct_calls() {
+    let calls = json!([
+        {"name":"echo","arguments":{"message":"hello \u{e9}\u{1F600} \"quoted\""}},
+        {"name":"get-sum","arguments":{"a":1.5,"b":-0.0}},
+        {"name":"get-tiny-image","arguments":{}},
+        {"name":"get-structured-content","arguments":{"location":"New York"}},
+        {"name":"get-annotated-message","arguments":{"messageType":"error","includeImage":true}},
+        {"name":"get-resource-links","arguments":{"count":3}}
+    ]);
+    let ev = everything_cmd();
+    let direct = ts_client(&json!({"command": ev, "calls": calls}));
+    let via = ts_client(&json!({"command": proxied(&[], &ev), "calls": calls}));
+    assert_eq!(direct.len(), 6);
+    for (d, v) in direct.iter().zip(&via) {
+        assert_eq!(d["ok"], true, "{d}");
+        assert_eq!(
+            d, v,
+            "a small call must come back exactly as the server sent it"
+        );
+    }
+    // And the Python client sees the same.
+    let pdirect = py_client(&json!({"command": ev, "calls": calls}));
+    let pvia = py_client(&json!({"command": proxied(&[], &ev), "calls": calls}));
+    assert_eq!(pdirect, pvia);
+    assert!(pdirect.iter().all(|o| o["ok"] == true), "{pdirect:?}");
+}
+
+#[test]
+fn python_client_gets_a_cut_3mb_echo_with_its_record() {
+    let msg = "y".repeat(3_000_000);
+    let ev = everything_cmd();
+    let out = py_client(&json!({
+        "command": proxied(&["--max-arg-bytes","8m","--max-arg-string-bytes","8m","--max-arg-string-chars","8m","--max-request-bytes","8m"], &ev),
+        "calls":[{"name":"echo","arguments":{"message": msg}}, {"name":"echo","arguments":{"message":"after"}}]}));
+    assert_eq!(out[0]["ok"], true, "{out:?}");
+    let r = &out[0]["result"];
+    let t = text(r, 0);
+    assert!(t.starts_with("Echo: yyyy"));
+    assert!(
+        t.ends_with(" bytes omitted]"),
+        "{}",
+        &t[t.len().saturating_sub(80)..]
+    );
+    assert!(t.len() <= 16 * 1024);
+    let rec = record(r).expect("record");
+    assert_eq!(rec["truncated"], true);
+    assert_eq!(rec["budget_kind"], "text_block_bytes");
+    assert_eq!(rec["omitted_count"], 1);
+    assert_eq!(rec["omitted_paths"], json!(["/content/0/text"]));
+    assert!(rec["original_bytes"].as_u64().unwrap() > 3_000_000);
+    assert_eq!(text(&out[1]["result"], 0), "Echo: after");
+    assert!(record(&out[1]["result"]).is_none());
+}
+
+#[test]
+fn parallel_calls_with_different_budgets_and_the_id_last() {
+    // The TypeScript server writes the id last; typed and untyped calls in flight at once.
+    let ev = everything_cmd();
+    let big = "z".repeat(200_000);
+    let calls = json!([
+        {"name":"echo","arguments":{"message": big}},
+        {"name":"get-structured-content","arguments":{"location":"Chicago"}},
+        {"name":"echo","arguments":{"message":"small"}},
+        {"name":"echo","arguments":{"message": big}},
+    ]);
+    let direct =
+        ts_client(&json!({"command": ev, "calls": calls, "parallel": true, "list_first": true}));
+    let via = ts_client(
+        &json!({"command": proxied(&[], &ev), "calls": calls, "parallel": true, "list_first": true}),
+    );
+    assert!(via.iter().all(|o| o["ok"] == true), "{via:?}");
+    assert_eq!(via[1], direct[1], "the typed call passes whole");
+    assert_eq!(via[2], direct[2]);
+    for i in [0, 3] {
+        let t = text(&via[i]["result"], 0);
+        assert!(
+            t.len() <= 16 * 1024 && t.ends_with(" bytes omitted]"),
+            "{i}: {}",
+            t.len()
+        );
+        assert_eq!(
+            record(&via[i]["result"]).unwrap()["budget_kind"],
+            "text_block_bytes"
+        );
+    }
+}
+
+#[test]
+fn server_crash_mid_response_ends_cleanly() {
+    let log = tmpdir("crash").join("server.log");
+    let log_s = log.to_string_lossy().into_owned();
+    let mut s = Raw::spawn(&proxied(&[], &pyserver_cmd()), &[("RB_SERVER_LOG", &log_s)]);
+    s.initialize();
+    let ok = s.call(5, "big_text", json!({"n_bytes": 10}));
+    assert_eq!(ok["result"]["content"][0]["text"], "lorem ipsu");
+    s.send(&json!({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"crash","arguments":{}}}));
+    // Every line the client sees parses; the crashed call gets an error, then the stream ends.
+    let mut got_error = false;
+    while let Some(v) = s.next(30) {
+        if v["id"] == 6 {
+            assert_eq!(v["error"]["code"], -32603, "{v}");
+            got_error = true;
+        }
+    }
+    assert!(got_error, "the pending call must be answered with an error");
+    let (code, err) = s.wait(10);
+    assert_eq!(code, Some(1), "the proxy exits non-zero: {err}");
+    assert!(err.contains("died in the middle of a response"), "{err}");
+}
+
+#[test]
+fn python_client_survives_a_server_crash() {
+    let out = py_client(&json!({"command": proxied(&[], &pyserver_cmd()),
+        "calls":[{"name":"big_text","arguments":{"n_bytes": 5}}, {"name":"crash","arguments":{}}]}));
+    assert_eq!(out[0]["ok"], true, "{out:?}");
+    assert_eq!(out[1]["ok"], false, "{out:?}");
+    assert!(
+        out[1]["error"].as_str().unwrap().contains("exited"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn modern_protocol_and_typed_rules_with_the_python_server() {
+    // The Python SDK client and server speak 2026-07-28 (server/discover, resultType).
+    let out = py_client(&json!({"command": proxied(&[], &pyserver_cmd()),
+    "calls":[
+        {"name":"big_text","arguments":{"n_bytes": 200000}},
+        {"name":"rows","arguments":{"n": 3}},
+        {"name":"rows","arguments":{"n": 5000}},
+        {"name":"mutate_rows","arguments":{"n": 5000}}
+    ]}));
+    assert!(out.iter().all(|o| o["ok"] == true), "{out:?}");
+    let cut = &out[0]["result"];
+    assert_eq!(cut["resultType"], "complete");
+    assert_eq!(record(cut).unwrap()["budget_kind"], "text_block_bytes");
+    let small = &out[1]["result"];
+    assert_eq!(
+        small["structuredContent"]["result"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(record(small).is_none());
+    let ro = &out[2]["result"];
+    assert_eq!(ro["isError"], true);
+    assert!(text(ro, 0).starts_with("result_budget_exceeded: the complete result of tool rows is "));
+    assert!(ro["_meta"].get("resultbudget/receipt").is_none());
+    let mu = &out[3]["result"];
+    assert_eq!(mu["isError"], true);
+    let t = text(mu, 0);
+    assert!(t.contains("do not repeat it"), "{t}");
+    let receipt = &mu["_meta"]["resultbudget/receipt"];
+    assert_eq!(receipt["tool"], "mutate_rows");
+    assert!(receipt["result_bytes"].as_u64().unwrap() > 65536);
+    assert!(receipt["digest"].as_str().unwrap().starts_with("fnv1a64:"));
+    assert!(!receipt["request_id"].is_null());
+}
+
+#[test]
+fn client_eof_stops_the_server() {
+    let mut s = Raw::spawn(&proxied(&[], &everything_cmd()), &[]);
+    s.initialize();
+    let r = s.call(2, "echo", json!({"message": "bye"}));
+    assert_eq!(r["result"]["content"][0]["text"], "Echo: bye");
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0), "a clean client EOF is a clean exit: {err}");
+}
+
+#[test]
+fn logs_go_to_stderr_and_name_each_cut() {
+    let mut s = Raw::spawn(&proxied(&["--log-level", "info"], &everything_cmd()), &[]);
+    s.initialize();
+    let r = s.call(3, "echo", json!({"message": "w".repeat(100_000)}));
+    assert!(record(&r["result"]).is_some());
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0));
+    assert!(
+        err.lines().any(|l| l.contains("cut echo:")
+            && l.contains("bytes in ->")
+            && l.contains("budget_kind text_block_bytes")),
+        "{err}"
+    );
+}
+
+fn text_of(v: &Value) -> String {
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn guard_refuses_bad_calls_before_the_server_sees_them() {
+    let dir = tmpdir("guard");
+    let log = dir.join("server.log");
+    let log_s = log.to_string_lossy().into_owned();
+    let flags = [
+        "--max-arg-bytes",
+        "4000",
+        "--max-arg-items",
+        "5",
+        "--max-arg-string-bytes",
+        "2000",
+        "--max-arg-string-chars",
+        "900",
+        "--max-arg-keys",
+        "6",
+        "--max-arg-depth",
+        "4",
+        "--max-request-bytes",
+        "6000",
+    ];
+    let mut s = Raw::spawn(
+        &proxied(&flags, &pyserver_cmd()),
+        &[("RB_SERVER_LOG", &log_s)],
+    );
+    s.initialize();
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (
+            json!({"payload": "a".repeat(2500)}),
+            "max_arg_string_bytes",
+            "/arguments/payload",
+        ),
+        // Multibyte: 700 characters of 3 bytes break the byte cap, not the character cap;
+        // 950 characters of 2 bytes break the character cap, not the byte cap.
+        (
+            json!({"payload": "\u{20ac}".repeat(700)}),
+            "max_arg_string_bytes",
+            "/arguments/payload",
+        ),
+        (
+            json!({"payload": "\u{e9}".repeat(950)}),
+            "max_arg_string_chars",
+            "/arguments/payload",
+        ),
+        (
+            json!({"payload": "ok", "items": ["a","b","c","d","e","f"]}),
+            "max_arg_items",
+            "/arguments/items",
+        ),
+        (
+            json!({"payload": "ok", "a":1,"b":2,"c":3,"d":4,"e":5,"f":6}),
+            "max_arg_keys",
+            "/arguments",
+        ),
+        (
+            json!({"payload": "ok", "items": [[[[["deep"]]]]]}),
+            "max_arg_depth",
+            "/arguments/items/0/0/0/0",
+        ),
+        (
+            json!({"payload": "x", "items": ["a".repeat(1500), "b".repeat(1500), "c".repeat(1500)]}),
+            "max_arg_bytes",
+            "/arguments",
+        ),
+    ];
+    for (i, (args, cap, ptr)) in cases.iter().enumerate() {
+        let r = s.call(100 + i as i64, "store", args.clone());
+        assert_eq!(r["result"]["isError"], true, "case {i}: {r}");
+        let refusal = &r["result"]["_meta"]["resultbudget/refusal"];
+        assert_eq!(refusal["cap"], *cap, "case {i}: {r}");
+        assert_eq!(refusal["pointer"], *ptr, "case {i}: {r}");
+        assert!(refusal["size"].as_u64().unwrap() > refusal["limit"].as_u64().unwrap());
+        assert!(text_of(&r).contains("Nothing was sent"), "{r}");
+    }
+    // The request line as a whole (a huge _meta is not an argument but counts here).
+    s.send(&json!({"jsonrpc":"2.0","id":200,"method":"tools/call","params":{"name":"store","arguments":{"payload":"ok"},"_meta":{"pad":"p".repeat(7000)}}}));
+    let (r, _) = s.until_id(&json!(200), 30);
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["cap"], "max_request_bytes",
+        "{r}"
+    );
+    // List versus search, and limits.
+    let r = s.call(300, "list_things", json!({"q": "needle"}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["reason"],
+        "query_on_list_tool"
+    );
+    assert!(text_of(&r).contains("call search_things"), "{r}");
+    let r = s.call(301, "search_things", json!({"query": ""}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["reason"],
+        "search_without_query"
+    );
+    let r = s.call(302, "search_things", json!({}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["reason"],
+        "search_without_query"
+    );
+    let r = s.call(303, "list_things", json!({"limit": 500}));
+    let refusal = &r["result"]["_meta"]["resultbudget/refusal"];
+    assert_eq!(refusal["reason"], "limit_above_max");
+    assert_eq!(refusal["max"], 100);
+    // Valid calls pass unchanged.
+    let r = s.call(
+        400,
+        "store",
+        json!({"payload": "\u{20ac}".repeat(300), "items": ["a"]}),
+    );
+    assert_eq!(text_of(&r), "stored", "{r}");
+    let r = s.call(401, "list_things", json!({"limit": 100}));
+    assert_eq!(text_of(&r), "100 things");
+    let r = s.call(402, "search_things", json!({"query": "needle", "limit": 5}));
+    assert_eq!(text_of(&r), "things matching needle");
+    let _ = s.wait(20);
+    // The server's own log: only the valid calls reached it.
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "store 300",
+            "list_things limit=100",
+            "search_things query='needle' limit=5"
+        ],
+        "{seen}"
+    );
+}
