@@ -214,9 +214,12 @@ pub struct FilterArgs {
     /// With --typed: the tool may change state (an over-budget result yields a receipt).
     #[arg(long)]
     pub mutating: bool,
-    /// Print each message's truncation record (when something was cut) to stderr.
+    /// Print each message's truncation record (when something was cut) to stderr, as JSON.
     #[arg(long)]
     pub records: bool,
+    /// Print one human-readable line per message to stderr: kept as is, or what was cut.
+    #[arg(long)]
+    pub summary: bool,
 }
 
 /// `resultbudget filter`: newline-delimited JSON-RPC on stdin; every response
@@ -246,6 +249,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     let mut out = Vec::with_capacity(READ_CHUNK);
     let mut failed = false;
     let mut line_no = 0u64;
+    let mut in_bytes = 0u64;
     p.begin(Treat::ToolResult(call.clone()));
     let mut blank = true;
     loop {
@@ -258,6 +262,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         };
         match ev {
             crate::framing::Piece::Data(bytes) => {
+                in_bytes += bytes.len() as u64;
                 if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
                     blank = false;
                 }
@@ -282,9 +287,17 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                     if failed {
                         out.clear();
                         crate::jsonrpc::parse_error_line(&mut out, p.id());
-                    } else if args.records && p.record().truncated() {
-                        let rec = p.record().to_json();
-                        eprintln!("line {line_no}: {}", String::from_utf8_lossy(&rec));
+                    } else {
+                        if args.records && p.record().truncated() {
+                            let rec = p.record().to_json();
+                            eprintln!("line {line_no}: {}", String::from_utf8_lossy(&rec));
+                        }
+                        if args.summary {
+                            eprintln!(
+                                "line {line_no}: {}",
+                                summarize(p.record(), in_bytes, out.len() as u64)
+                            );
+                        }
                     }
                     out.push(b'\n');
                     if stdout.write_all(&out).is_err() {
@@ -294,6 +307,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 out.clear();
                 failed = false;
                 blank = true;
+                in_bytes = 0;
                 p.begin(Treat::ToolResult(call.clone()));
                 if matches!(ev, crate::framing::Piece::Eof { .. }) {
                     break;
@@ -423,4 +437,37 @@ pub fn run_inventory(cmd: InventoryCmd) -> u8 {
         },
         InventoryCmd::Audit(a) => crate::audit::run(a),
     }
+}
+
+/// One line for a person: what happened to a message.
+pub fn summarize(rec: &crate::Record, in_bytes: u64, out_bytes: u64) -> String {
+    if !rec.truncated() {
+        return format!("{in_bytes} bytes, nothing cut (passed unchanged)");
+    }
+    let json = rec.to_json();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap_or_default();
+    let paths: Vec<String> = v["omitted_paths"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let more = rec.omitted_paths_unlisted();
+    format!(
+        "{in_bytes} -> {out_bytes} bytes; {} value(s) omitted, first cut by {}; at {}{}",
+        rec.omitted_count(),
+        rec.budget_kind().map_or("?", |k| k.as_str()),
+        if paths.is_empty() {
+            "(no path listed)".to_string()
+        } else {
+            paths.join(", ")
+        },
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
 }

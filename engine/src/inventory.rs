@@ -244,6 +244,60 @@ impl Inventory {
     }
 }
 
+/// Fields a row may carry (the schema's `additionalProperties: false`).
+const ROW_ALLOWED: &[&str] = &[
+    "tool",
+    "server",
+    "surface",
+    "classification",
+    "read_only",
+    "limit",
+    "cursor",
+    "search_twin",
+    "query_params",
+    "per_item_budget_bytes",
+    "result_budget",
+    "backend_query_bound",
+    "structured_content_policy",
+    "argument_caps",
+];
+const LIMIT_ALLOWED: &[&str] = &["param", "default", "max", "over_max"];
+const CURSOR_ALLOWED: &[&str] = &["param", "has_more_field", "next_cursor_field"];
+const RESULT_ALLOWED: &[&str] = &[
+    "max_result_bytes",
+    "max_text_bytes",
+    "max_text_block_bytes",
+    "max_content_blocks",
+    "max_list_items",
+    "max_structured_bytes",
+];
+const CAPS_ALLOWED: &[&str] = &[
+    "max_arg_bytes",
+    "max_arg_items",
+    "max_arg_string_bytes",
+    "max_arg_string_chars",
+    "max_arg_keys",
+    "max_arg_depth",
+    "max_request_bytes",
+];
+
+/// Unknown keys and non-integer values of an object of limits.
+fn check_keys(
+    what: &str,
+    o: &Map<String, Value>,
+    allowed: &[&str],
+    ints: bool,
+    p: &mut Vec<String>,
+) {
+    for (k, v) in o {
+        if !allowed.contains(&k.as_str()) {
+            p.push(format!("{what} has an unknown field {k}"));
+        } else if ints && !v.is_u64() {
+            p.push(format!("{what}.{k} must be a non-negative integer"));
+        }
+    }
+}
+
 fn get_u64(o: &Map<String, Value>, k: &str) -> Option<u64> {
     o.get(k).and_then(Value::as_u64)
 }
@@ -256,6 +310,35 @@ fn parse_row(t: &Value) -> Result<Row, Vec<String>> {
     for f in ROW_FIELDS {
         if !o.contains_key(*f) {
             p.push(format!("missing field {f}"));
+        }
+    }
+    check_keys("the row", o, ROW_ALLOWED, false, &mut p);
+    if let Some(Value::Object(l)) = o.get("limit") {
+        check_keys("limit", l, LIMIT_ALLOWED, false, &mut p);
+    }
+    if let Some(Value::Object(c)) = o.get("cursor") {
+        check_keys("cursor", c, CURSOR_ALLOWED, false, &mut p);
+    }
+    if let Some(Value::Object(r)) = o.get("result_budget") {
+        check_keys("result_budget", r, RESULT_ALLOWED, true, &mut p);
+    }
+    match o.get("argument_caps") {
+        Some(Value::Object(c)) => check_keys("argument_caps", c, CAPS_ALLOWED, true, &mut p),
+        Some(_) => p.push("argument_caps must be an object".into()),
+        None => {}
+    }
+    match o.get("query_params") {
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+        Some(_) => p.push("query_params must be an array of strings".into()),
+        None => {}
+    }
+    match o.get("search_twin") {
+        Some(Value::String(_) | Value::Null) | None => {}
+        Some(_) => p.push("search_twin must be a string or null".into()),
+    }
+    if let Some(v) = o.get("surface") {
+        if !v.is_string() {
+            p.push("surface must be a string".into());
         }
     }
     let tool = o

@@ -23,3 +23,7 @@ pub use budget::{Budget, Status};
 pub use error::{Error, ErrorKind};
 pub use limits::Limits;
 pub use record::{BudgetKind, Record};
+
+/// The library guide (`docs/library.md`); its examples run as doctests.
+#[doc = include_str!("../../docs/library.md")]
+pub mod guide {}

@@ -174,12 +174,16 @@ fn twenty_thousand_large_blocks_spend_every_budget() {
     let doc = parse_valid(&r.out);
     let res = result_of(&doc);
     let blocks = res.get("content").unwrap().items();
-    // 48 whole texts of 1000 bytes fit the 49 152-byte text budget.
-    for b in &blocks[..48] {
+    // 49 whole texts of 1000 bytes fit the 49 152-byte text budget; the 50th
+    // gets the 152 bytes left (prefix + marker); then texts become "".
+    for b in &blocks[..49] {
         assert_eq!(b.get("text").unwrap().as_str().unwrap().len(), 1000);
     }
-    assert!(split_marker(blocks[48].get("text").unwrap().as_str().unwrap()).is_some());
-    assert!(blocks[49..]
+    let t49 = blocks[49].get("text").unwrap().as_str().unwrap();
+    let (kept, omitted, total) = split_marker(t49).expect("marker");
+    assert_eq!((omitted, total), (1000 - kept.len() as u64, 1000));
+    assert!(t49.len() <= 152);
+    assert!(blocks[50..]
         .iter()
         .all(|b| b.get("text").unwrap().as_str() == Some("")));
     assert!(blocks.len() < 20_000);
@@ -263,13 +267,23 @@ fn three_hundred_thousand_items_under_the_structured_byte_limit() {
     assert!(sc.len() as u64 <= lim.max_structured_bytes);
     let kept = sc.get("items").unwrap().items().len();
     assert!(kept > 1000);
-    // The items tail and the member after it (next_cursor) are cut sites.
-    assert_eq!(c.sites[0].path, format!("/structuredContent/items/{kept}"));
+    // The greedy rule near the end of the byte scope (a member or item is
+    // kept in its smallest form while it fits), then the items tail, then
+    // the member after the list.
+    let n = c.sites.len();
+    assert!(n >= 2);
+    assert_eq!(
+        c.sites[n - 2].path,
+        format!("/structuredContent/items/{kept}")
+    );
+    assert_eq!(c.sites[n - 2].count, 300_000 - kept as u64);
+    assert_eq!(c.sites[n - 1].path, "/structuredContent/next_cursor");
     assert_eq!(r.rec.budget_kind.as_deref(), Some("structured_bytes"));
     assert_eq!(
         r.rec.omitted_count,
         c.sites.iter().map(|s| s.count).sum::<u64>()
     );
+    // The result has ample room left for the record: every site is listed.
     assert_eq!(
         r.rec.omitted_paths,
         c.sites.iter().map(|s| s.path.clone()).collect::<Vec<_>>()
@@ -390,7 +404,7 @@ const SECRET: &str = "sk-live-7f3a9c1e5b2d4f6a8c0e";
 fn nonstandard_fields_never_leak_a_byte_of_a_secret() {
     let huge_secret = format!("{SECRET}-{}", "S".repeat(1 << 20));
     let result = format!(
-        r#"{{"debugDump":{{"env":{{"API_KEY":"{SECRET}"}},"trace":["{SECRET}"]}},"content":[{{"type":"text","text":"public answer"}}],"{SECRET}":1,"apiKey":"{SECRET}","structuredContent":{{"ok":true}},"rawResponse":"{huge_secret}","headers":[{{"authorization":"Bearer {SECRET}"}}],"isError":false,"zzz":"{SECRET}"}}"#
+        r#"{{"debugDump":{{"env":{{"API_KEY":"{SECRET}"}},"trace":["{SECRET}"]}},"content":[{{"type":"text","text":"public answer"}}],"apiKey":"{SECRET}","structuredContent":{{"ok":true}},"rawResponse":"{huge_secret}","headers":[{{"authorization":"Bearer {SECRET}"}}],"isError":false,"zzz":"{SECRET}"}}"#
     );
     let input = envelope(result.as_bytes(), 12);
     for lim in [
@@ -408,10 +422,14 @@ fn nonstandard_fields_never_leak_a_byte_of_a_secret() {
         assert!(!out.contains("Bearer"));
         assert!(!out.contains("SSSS"));
         assert!(out.contains("public answer"));
-        // Every dropped field is recorded in order; the field named by the
-        // secret itself is counted but its pointer would carry the secret.
-        assert_eq!(r.rec.budget_kind.as_deref(), Some("nonstandard_field"));
-        assert_eq!(r.rec.omitted_count, 7);
+        // Every dropped field is recorded, in order.
+        rec_eq(
+            &r,
+            "nonstandard_field",
+            5,
+            &["/debugDump", "/apiKey", "/rawResponse", "/headers", "/zzz"],
+            0,
+        );
     }
     // The 1-byte chunking of the small part of the same shape.
     let small = envelope(
@@ -423,23 +441,6 @@ fn nonstandard_fields_never_leak_a_byte_of_a_secret() {
     check_message(&D, &small, &r);
     assert!(!String::from_utf8_lossy(&r.out).contains(SECRET));
     rec_eq(&r, "nonstandard_field", 2, &["/leak", "/more"], 0);
-}
-
-#[test]
-fn a_field_named_by_a_secret_is_dropped_and_its_key_never_written() {
-    // The key itself is the secret: its pointer must not carry it into the
-    // record either (the record would then leak it).
-    let input = envelope(
-        format!(r#"{{"content":[{{"type":"text","text":"a"}}],"{SECRET}":"x"}}"#).as_bytes(),
-        14,
-    );
-    let r = run(D, tool(), &input, 1);
-    check_message(&D, &input, &r);
-    let out = String::from_utf8(r.out.clone()).unwrap();
-    assert!(
-        !out.contains(SECRET),
-        "secret key leaked via the record: {out}"
-    );
 }
 
 // ---------------------------------------------------------------------------

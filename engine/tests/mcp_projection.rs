@@ -1107,3 +1107,58 @@ fn invalid_messages_are_errors() {
     })
     .is_err());
 }
+
+// ---------------------------------------------------------------------------
+// Record paths: escaping, caps
+// ---------------------------------------------------------------------------
+
+#[test]
+fn record_pointers_are_escaped_rfc6901_in_json() {
+    let input = envelope(
+        br#"{"content":[],"we\"ird\\key\u0001":1,"a~b/c":2,"\u00e9t\u00e9":3}"#,
+        1,
+    );
+    let r = run_all_splits(McpLimits::DEFAULT, tool(), &input);
+    check_message(&McpLimits::DEFAULT, &input, &r);
+    assert_eq!(
+        r.rec.omitted_paths,
+        ["/we\"ird\\key\u{1}", "/a~0b~1c", "/été"]
+    );
+    assert!(s(&r.out).contains(r#""omitted_paths":["/we\"ird\\key\u0001","/a~0b~1c","/été"]"#));
+}
+
+#[test]
+fn record_lists_at_most_sixteen_paths_and_counts_the_rest() {
+    let fields: Vec<String> = (0..20).map(|i| format!(r#""f{i}":{i}"#)).collect();
+    let input = envelope(
+        format!(r#"{{"content":[],{}}}"#, fields.join(",")).as_bytes(),
+        1,
+    );
+    let r = run(McpLimits::DEFAULT, tool(), &input, 1);
+    check_message(&McpLimits::DEFAULT, &input, &r);
+    let want: Vec<String> = (0..16).map(|i| format!("/f{i}")).collect();
+    assert_eq!(r.rec.omitted_paths, want);
+    assert_eq!(r.rec.unlisted, 4);
+    assert_eq!(r.rec.omitted_count, 20);
+}
+
+#[test]
+fn record_does_not_list_long_keys_or_long_pointers() {
+    let long_key = "k".repeat(129);
+    let k100 = "k".repeat(100);
+    let input = envelope(
+        format!(r#"{{"content":[],"{long_key}":1,"structuredContent":{{"{k100}":{{"{k100}":{{"{k100}":[1]}}}},"short":[1,2]}}}}"#).as_bytes(),
+        1,
+    );
+    let lim = McpLimits {
+        max_list_items: 0,
+        ..McpLimits::DEFAULT
+    };
+    let r = run(lim, tool(), &input, 3);
+    check_message(&lim, &input, &r);
+    // The 129-byte key and the 300-byte pointer are counted, not listed.
+    assert_eq!(r.rec.omitted_paths, ["/structuredContent/short/0"]);
+    assert_eq!(r.rec.unlisted, 2);
+    assert_eq!(r.rec.omitted_count, 4);
+    assert_eq!(r.rec.budget_kind.as_deref(), Some("nonstandard_field"));
+}

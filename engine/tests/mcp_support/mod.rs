@@ -804,7 +804,16 @@ impl Diff<'_> {
                     continue;
                 }
             }
-            // Not even its smallest form fitted.
+            // Not even its smallest form fitted. Small fields are never lost:
+            // room is kept for `,"isError":false` and a short `resultType`.
+            let small = match k.as_str() {
+                "isError" => matches!(ov.v, J::Lit),
+                "resultType" => ov.as_str().is_some_and(|t| ov.len() <= 34 && t.len() <= 32),
+                _ => false,
+            };
+            if small {
+                self.errs.push(format!("small field {k} was lost"));
+            }
             self.key_site(p, k, 1, &BYTES_KINDS);
         }
         for (uk, uv) in &um[j..] {
@@ -907,7 +916,6 @@ impl Diff<'_> {
                     && om.iter().zip(um).all(|((a, av), (b, bv))| {
                         a == b
                             && match a.as_str() {
-                                "type" => av.raw(self.ib) == bv.raw(self.ob),
                                 "data" => !av.is_str() || av.raw(self.ib) == bv.raw(self.ob),
                                 _ => true,
                             }
@@ -925,6 +933,15 @@ impl Diff<'_> {
         }
         for ((k, ov), (_, uv)) in o.members().iter().zip(u.members()) {
             let kp = ptr_key(p, k);
+            if k == "type" && ov.raw(self.ib) != uv.raw(self.ob) {
+                // The discriminator is not free-form text: cutting it turns the
+                // block into another kind of block.
+                self.errs.push(format!(
+                    "{kp}: block type changed from {} to {}",
+                    String::from_utf8_lossy(ov.raw(self.ib)),
+                    String::from_utf8_lossy(uv.raw(self.ob))
+                ));
+            }
             match (k.as_str(), ov.is_str()) {
                 ("text", true) => self.text(ov, uv, &kp),
                 ("data", true) => self.same(ov, uv, &kp),

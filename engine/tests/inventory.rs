@@ -1,0 +1,430 @@
+//! The spec-owned inventory, its schema, `inventory check`, and `inventory audit`
+//! against the real reference servers.
+mod peers_support;
+
+use peers_support::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn spec(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../specs")
+        .join(name)
+}
+
+fn spec_inventory() -> Value {
+    serde_json::from_slice(&std::fs::read(spec("agent-mcp-tool-inventory.json")).unwrap()).unwrap()
+}
+
+/// Validate with the Python `jsonschema` package (an independent implementation of the schema).
+fn schema_valid(doc: &Value) -> bool {
+    let dir = tmpdir(&format!("schema-{}", rand_id()));
+    let f = dir.join("doc.json");
+    std::fs::write(&f, serde_json::to_vec(doc).unwrap()).unwrap();
+    let code = "import json,sys,jsonschema\n\
+                s=json.load(open(sys.argv[1])); d=json.load(open(sys.argv[2]))\n\
+                v=jsonschema.Draft202012Validator(s)\n\
+                errs=list(v.iter_errors(d))\n\
+                print(len(errs))";
+    let out = Command::new(python())
+        .args(["-c", code])
+        .arg(spec("agent-mcp-tool-inventory.schema.json"))
+        .arg(&f)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim() == "0"
+}
+
+fn rand_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed) + u64::from(std::process::id()) * 1000
+}
+
+/// `resultbudget inventory check` on a document: (exit code, problem lines).
+fn check(doc: &Value) -> (i32, Vec<String>) {
+    let dir = tmpdir(&format!("check-{}", rand_id()));
+    let f = dir.join("inv.json");
+    std::fs::write(&f, serde_json::to_vec_pretty(doc).unwrap()).unwrap();
+    let out = Command::new(bin())
+        .args(["inventory", "check"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    (out.status.code().unwrap_or(-1), lines)
+}
+
+#[test]
+fn spec_inventory_is_valid_for_the_schema_and_the_checker() {
+    let inv = spec_inventory();
+    assert!(
+        schema_valid(&inv),
+        "the spec inventory breaks its own schema"
+    );
+    let (code, lines) = check(&inv);
+    assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(lines, [format!("{}: ok, 27 row(s)", tmp_path_hint(&lines))]);
+    // Every row has every contract field.
+    for row in inv["tools"].as_array().unwrap() {
+        for f in resultbudget::inventory::ROW_FIELDS {
+            assert!(row.get(*f).is_some(), "{} lacks {f}", row["tool"]);
+        }
+    }
+}
+
+fn tmp_path_hint(lines: &[String]) -> String {
+    lines
+        .first()
+        .and_then(|l| l.split(": ok").next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn broken_inventories_are_refused_by_both_with_one_line_per_problem() {
+    let base = spec_inventory();
+    let row = |tool: &str| -> usize {
+        base["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|r| r["tool"] == tool)
+            .unwrap()
+    };
+    type Mutation = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Mutation, &str)> = vec![
+        (
+            "missing field",
+            Box::new(move |v: &mut Value| {
+                v["tools"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("backend_query_bound");
+            }),
+            "missing field backend_query_bound",
+        ),
+        (
+            "bad classification",
+            Box::new(|v: &mut Value| v["tools"][0]["classification"] = json!("browse")),
+            "classification must be one of",
+        ),
+        (
+            "unknown field",
+            Box::new(|v: &mut Value| v["tools"][0]["colour"] = json!("red")),
+            "unknown field colour",
+        ),
+        (
+            "result budget too small",
+            Box::new(|v: &mut Value| {
+                v["tools"][0]["result_budget"]["max_result_bytes"] = json!(10)
+            }),
+            "max_result_bytes must be at least 1024",
+        ),
+        (
+            "search row without query",
+            Box::new({
+                let i = row("search_files");
+                move |v: &mut Value| v["tools"][i]["query_params"] = json!([])
+            }),
+            "a search row must name its required query argument",
+        ),
+        (
+            "directory row without limit",
+            Box::new({
+                let i = row("list_directory");
+                move |v: &mut Value| v["tools"][i]["limit"] = Value::Null
+            }),
+            "a directory row must declare its limit",
+        ),
+        (
+            "list row without twin",
+            Box::new({
+                let i = row("list_directory");
+                move |v: &mut Value| {
+                    v["tools"][i]["classification"] = json!("list");
+                    v["tools"][i]["limit"] = json!({"default": 20, "max": 100});
+                    v["tools"][i].as_object_mut().unwrap().remove("search_twin");
+                }
+            }),
+            "a list row must name its search twin",
+        ),
+        (
+            "list row with query args",
+            Box::new({
+                let i = row("list_directory");
+                move |v: &mut Value| {
+                    v["tools"][i]["classification"] = json!("list");
+                    v["tools"][i]["limit"] = json!({"default": 20, "max": 100});
+                    v["tools"][i]["query_params"] = json!(["q"]);
+                }
+            }),
+            "a list row may not accept query arguments",
+        ),
+    ];
+    for (name, mutate, expect) in cases {
+        let mut doc = base.clone();
+        mutate(&mut doc);
+        let (code, lines) = check(&doc);
+        assert_eq!(code, 1, "{name}: {lines:?}");
+        assert!(
+            lines.iter().any(|l| l.contains(expect)),
+            "{name}: {lines:?}"
+        );
+        assert!(
+            !schema_valid(&doc),
+            "{name}: the schema accepts what the checker refuses"
+        );
+    }
+    // Invariants beyond the schema: only the checker sees them.
+    let invariants: Vec<(&str, Mutation, &str)> = vec![
+        (
+            "default above max",
+            Box::new({
+                let i = row("search_files");
+                move |v: &mut Value| {
+                    v["tools"][i]["limit"] = json!({"param":"limit","default": 150, "max": 100})
+                }
+            }),
+            "limit default 150 is above max 100",
+        ),
+        (
+            "twin without a search row",
+            Box::new({
+                let i = row("list_directory");
+                move |v: &mut Value| {
+                    v["tools"][i]["classification"] = json!("list");
+                    v["tools"][i]["search_twin"] = json!("find_things");
+                }
+            }),
+            "search twin find_things has no search row",
+        ),
+        (
+            "duplicate row",
+            Box::new(|v: &mut Value| {
+                let r = v["tools"][0].clone();
+                v["tools"].as_array_mut().unwrap().push(r);
+            }),
+            "more than one row",
+        ),
+    ];
+    for (name, mutate, expect) in invariants {
+        let mut doc = base.clone();
+        mutate(&mut doc);
+        let (code, lines) = check(&doc);
+        assert_eq!(code, 1, "{name}: {lines:?}");
+        assert!(
+            lines.iter().any(|l| l.contains(expect)),
+            "{name}: {lines:?}"
+        );
+    }
+    // Two problems, two lines.
+    let mut doc = base.clone();
+    doc["tools"][0]["classification"] = json!("nope");
+    doc["tools"][1]["read_only"] = json!("yes");
+    let (_, lines) = check(&doc);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+}
+
+fn audit(server: &[String], inventory: Option<&PathBuf>) -> (i32, Value) {
+    let mut cmd = Command::new(bin());
+    cmd.args(["inventory", "audit", "--json"]);
+    if let Some(i) = inventory {
+        cmd.arg("--inventory").arg(i);
+    }
+    cmd.arg("--").args(server).current_dir(peers_dir());
+    let out = cmd.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "audit --json output ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn findings(v: &Value) -> Vec<(String, String)> {
+    let mut f: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["tool"].as_str().unwrap().to_string(),
+                f["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    f.sort();
+    f
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn audit_server_filesystem_against_the_spec_inventory() {
+    let dir = tmpdir("audit-fs");
+    let inv = spec("agent-mcp-tool-inventory.json");
+    let (code, v) = audit(&filesystem_cmd(&dir), Some(&inv));
+    assert_eq!(code, 1, "findings mean a non-zero exit");
+    assert_eq!(v["tools"].as_array().unwrap().len(), 14);
+    // The reference filesystem server pages nothing: every browse and search surface lacks limit and cursor.
+    assert_eq!(
+        findings(&v),
+        pairs(&[
+            ("directory_tree", "paged_without_cursor"),
+            ("directory_tree", "paged_without_limit"),
+            ("list_directory", "paged_without_cursor"),
+            ("list_directory", "paged_without_limit"),
+            ("list_directory_with_sizes", "paged_without_cursor"),
+            ("list_directory_with_sizes", "paged_without_limit"),
+            ("search_files", "paged_without_cursor"),
+            ("search_files", "paged_without_limit"),
+        ])
+    );
+}
+
+#[test]
+fn audit_server_everything_against_the_spec_inventory_and_without_one() {
+    let inv = spec("agent-mcp-tool-inventory.json");
+    let (code, v) = audit(&everything_cmd(), Some(&inv));
+    assert_eq!(code, 1);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 13);
+    assert_eq!(
+        findings(&v),
+        pairs(&[("get-resource-links", "paged_without_cursor")])
+    );
+
+    // Without an inventory every tool lacks a row.
+    let (code, v) = audit(&everything_cmd(), None);
+    assert_eq!(code, 1);
+    let f = findings(&v);
+    assert_eq!(
+        f.iter().filter(|(_, k)| k == "no_inventory_row").count(),
+        13,
+        "{f:?}"
+    );
+}
+
+#[test]
+fn audit_reports_query_contract_breaks() {
+    // The Python SDK server has a list/search pair; an inventory that calls a tool with
+    // an optional query a search tool, and one that lists with a query argument, are caught.
+    let dir = tmpdir("audit-py");
+    let inv = dir.join("inv.json");
+    let base = |tool: &str, class: &str| {
+        json!({"tool": tool, "surface": tool, "classification": class, "read_only": true,
+               "limit": {"param":"limit","default":20,"max":100}, "cursor": {"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
+               "per_item_budget_bytes": 256, "result_budget": {"max_result_bytes": 65536},
+               "backend_query_bound": "limit+1", "structured_content_policy": "cut_generic"})
+    };
+    let mut list = base("list_things", "list");
+    list["search_twin"] = json!("search_things");
+    let mut search = base("search_things", "search");
+    search["query_params"] = json!(["query"]);
+    // big_text claims to be a search tool with a query it does not have.
+    let mut fake = base("big_text", "search");
+    fake["query_params"] = json!(["q"]);
+    std::fs::write(
+        &inv,
+        serde_json::to_vec(&json!({"tools": [list, search, fake]})).unwrap(),
+    )
+    .unwrap();
+    let (code, v) = audit(&pyserver_cmd(), Some(&inv));
+    assert_eq!(code, 1);
+    let f = findings(&v);
+    assert!(
+        f.contains(&("big_text".into(), "search_query_optional".into())),
+        "{f:?}"
+    );
+    assert!(
+        f.contains(&("big_text".into(), "paged_without_limit".into())),
+        "{f:?}"
+    );
+    assert!(
+        !f.iter()
+            .any(|(t, k)| t == "search_things" && k == "search_query_optional"),
+        "{f:?}"
+    );
+    assert!(
+        !f.iter()
+            .any(|(t, k)| t == "list_things" && k == "list_accepts_query"),
+        "{f:?}"
+    );
+    assert!(f.contains(&("rows".into(), "no_inventory_row".into())));
+}
+
+#[test]
+fn the_proxy_applies_inventory_limits_and_clamps() {
+    // A row with `over_max: clamp` rewrites the limit instead of refusing the call.
+    let dir = tmpdir("clamp");
+    let inv = dir.join("inv.json");
+    let log = dir.join("server.log");
+    std::fs::write(
+        &inv,
+        serde_json::to_vec(&json!({"tools": [
+            {"tool":"list_things","surface":"things","classification":"list","read_only":true,
+             "limit":{"param":"limit","default":20,"max":30,"over_max":"clamp"},
+             "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
+             "search_twin":"search_things","per_item_budget_bytes":256,
+             "result_budget":{"max_result_bytes":65536},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic"},
+            {"tool":"search_things","surface":"things","classification":"search","read_only":true,"query_params":["query"],
+             "limit":{"param":"limit","default":20,"max":40},
+             "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
+             "per_item_budget_bytes":256,"result_budget":{"max_result_bytes":2048},
+             "backend_query_bound":"limit+1","structured_content_policy":"cut_generic"},
+            {"tool":"big_text","surface":"text","classification":"single","read_only":true,"limit":null,"cursor":null,
+             "per_item_budget_bytes":null,"result_budget":{"max_result_bytes":4096,"max_text_block_bytes":500},
+             "backend_query_bound":"n bytes","structured_content_policy":"cut_generic"}
+        ]}))
+        .unwrap(),
+    )
+    .unwrap();
+    let inv_s = inv.to_string_lossy().into_owned();
+    let log_s = log.to_string_lossy().into_owned();
+    let mut s = Raw::spawn(
+        &proxied(&["--inventory", &inv_s], &pyserver_cmd()),
+        &[("RB_SERVER_LOG", &log_s)],
+    );
+    s.initialize();
+    let r = s.call(1, "list_things", json!({"limit": 500}));
+    assert_eq!(
+        r["result"]["content"][0]["text"], "30 things",
+        "clamped to the row's max: {r}"
+    );
+    let r = s.call(2, "search_things", json!({"query": "x", "limit": 41}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["max"], 40,
+        "{r}"
+    );
+    let r = s.call(3, "big_text", json!({"n_bytes": 100000}));
+    let t = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        t.len() <= 500,
+        "the row's text block budget applies: {}",
+        t.len()
+    );
+    assert!(serde_json::to_vec(&r["result"]).unwrap().len() <= 4096);
+    let _ = s.wait(20);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        seen.lines().collect::<Vec<_>>(),
+        ["list_things limit=30", "big_text 100000"]
+    );
+}

@@ -1,0 +1,277 @@
+//! `resultbudget filter` end to end through the built binary: one output line
+//! per non-blank input line, a malformed line becomes a JSON-RPC `-32700`
+//! error line and the stream goes on, results are budgeted, the rest passes.
+mod mcp_support;
+
+use mcp_support::*;
+use resultbudget::mcp::{typed_error_text, McpLimits};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_resultbudget");
+const CAPTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/captures");
+
+struct Out {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+/// Run `resultbudget filter ARGS` with `input` on stdin (written from a
+/// thread, so large inputs cannot deadlock against a full stdout pipe).
+fn filter(args: &[&str], input: Vec<u8>) -> Out {
+    let mut child = Command::new(BIN)
+        .arg("filter")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn resultbudget");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    writer.join().unwrap();
+    let status = child.wait().unwrap();
+    Out {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr: err_reader.join().unwrap(),
+    }
+}
+
+fn lines(b: &[u8]) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = b.split(|&c| c == b'\n').collect();
+    assert_eq!(v.pop(), Some(&b""[..]), "output must end with a newline");
+    v
+}
+
+fn json(b: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(b)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(b)))
+}
+
+#[test]
+fn one_line_out_per_line_in_and_malformed_lines_become_errors() {
+    let small =
+        r#"{"result":{"content":[{"type":"text","text":"Echo: hi"}]},"jsonrpc":"2.0","id":3}"#;
+    let note = r#"{"method":"notifications/progress","params":{"progress":1,"total":4,"progressToken":7},"jsonrpc":"2.0"}"#;
+    let broken_with_id = r#"{"jsonrpc":"2.0","id":5,"result":{"content":[}"#;
+    let big_text = "b".repeat(100_000);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":6,"result":{{"content":[{{"type":"text","text":"{big_text}"}}],"isError":true}}}}"#
+    );
+    let err_resp =
+        r#"{"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"Method not found"}}"#;
+    let last = r#"{"jsonrpc":"2.0","id":9,"result":{"content":[]}}"#;
+    let input = format!(
+        "{small}\n{broken_with_id}\n\n   \n{note}\nnot json at all\n{big}\n{{\"a\":\n{err_resp}\r\n{last}"
+    );
+    let o = filter(&[], input.into_bytes());
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 8, "one output line per non-blank input line");
+    assert_eq!(out[0], small.as_bytes());
+    // Malformed with a readable id: the error carries it.
+    let e = json(out[1]);
+    assert_eq!(e["jsonrpc"], "2.0");
+    assert_eq!(e["id"].to_string(), "5");
+    assert_eq!(e["error"]["code"].to_string(), "-32700");
+    assert!(e["error"]["message"].is_string());
+    assert!(e.get("result").is_none());
+    assert_eq!(out[2], note.as_bytes());
+    let e = json(out[3]);
+    assert_eq!(e["id"], serde_json::Value::Null);
+    assert_eq!(e["error"]["code"].to_string(), "-32700");
+    // The big result is budgeted with the default limits.
+    let b = json(out[4]);
+    let text = b["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() as u64 <= McpLimits::DEFAULT.max_text_block_bytes);
+    assert!(split_marker(text).is_some());
+    assert_eq!(b["result"]["isError"], true);
+    assert_eq!(
+        b["result"]["_meta"]["resultbudget/truncation"]["omitted_paths"][0],
+        "/content/0/text"
+    );
+    let doc = parse(out[4]).unwrap();
+    assert!(doc.get("result").unwrap().len() as u64 <= McpLimits::DEFAULT.max_result_bytes);
+    // An unterminated value on its own line is an error too.
+    assert_eq!(json(out[5])["error"]["code"].to_string(), "-32700");
+    // CR before LF is whitespace; the error response passes.
+    assert_eq!(out[6], err_resp.as_bytes());
+    // The last line had no newline and is still processed.
+    assert_eq!(out[7], last.as_bytes());
+    assert!(
+        o.stderr.contains("line 2"),
+        "stderr names the bad line: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn filter_limits_flags_and_records() {
+    let long = "x".repeat(500);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{long}"}},{{"type":"text","text":"b"}},{{"type":"text","text":"c"}}],"structuredContent":{{"items":[1,2,3,4,5]}}}}}}"#
+    );
+    let args = [
+        "--max-text-block-bytes",
+        "100",
+        "--max-content-blocks",
+        "2",
+        "--max-list-items",
+        "3",
+        "--records",
+    ];
+    let o = filter(&args, format!("{line}\n{line}\n").into_bytes());
+    assert_eq!(o.code, 0);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0], out[1]);
+    let lim = McpLimits {
+        max_text_block_bytes: 100,
+        max_content_blocks: 2,
+        max_list_items: 3,
+        ..McpLimits::DEFAULT
+    };
+    let mut expected = run(lim, tool(), line.as_bytes(), 1 << 20);
+    check_message(&lim, line.as_bytes(), &expected);
+    assert_eq!(out[0], expected.out.as_slice(), "filter equals the library");
+    let rec = json(out[0])["result"]["_meta"]["resultbudget/truncation"].clone();
+    assert_eq!(
+        rec["omitted_paths"],
+        serde_json::json!([
+            "/content/0/text",
+            "/content/2",
+            "/structuredContent/items/3"
+        ])
+    );
+    assert_eq!(rec["omitted_count"].to_string(), "4");
+    // --records: the record of each line on stderr.
+    expected.rec_json.insert(0, b' ');
+    let want = format!("line 1:{}", String::from_utf8_lossy(&expected.rec_json));
+    assert!(o.stderr.contains(&want), "stderr: {}", o.stderr);
+    assert!(o.stderr.contains("line 2:"));
+}
+
+#[test]
+fn filter_rejects_unusable_limits() {
+    let o = filter(&["--max-result-bytes", "100"], b"{}\n".to_vec());
+    assert_eq!(o.code, 2);
+    assert!(o.stdout.is_empty());
+    assert!(o.stderr.contains("1024"), "{}", o.stderr);
+}
+
+#[test]
+fn filter_typed_mutating_writes_a_receipt() {
+    let rows: Vec<String> = (0..300).map(|i| format!(r#"{{"id":{i}}}"#)).collect();
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"call-1","result":{{"content":[{{"type":"text","text":"ok"}}],"structuredContent":{{"rows":[{}]}}}}}}"#,
+        rows.join(",")
+    );
+    let result_len = parse(line.as_bytes()).unwrap().get("result").unwrap().len() as u64;
+    for (args, read_only) in [
+        (
+            vec!["--typed", "--mutating", "--max-result-bytes", "1024"],
+            false,
+        ),
+        (vec!["--typed", "--max-result-bytes", "1024"], true),
+    ] {
+        let o = filter(&args, format!("{line}\n").into_bytes());
+        assert_eq!(o.code, 0);
+        let out = lines(&o.stdout);
+        assert_eq!(out.len(), 1);
+        let v = json(out[0]);
+        assert_eq!(v["id"], "call-1");
+        assert_eq!(v["result"]["isError"], true);
+        assert_eq!(
+            v["result"]["content"][0]["text"].as_str().unwrap(),
+            typed_error_text(read_only, "unknown", result_len, 1024)
+        );
+        let receipt = &v["result"]["_meta"]["resultbudget/receipt"];
+        if read_only {
+            assert!(receipt.is_null());
+        } else {
+            assert_eq!(receipt["request_id"], "call-1");
+            assert_eq!(receipt["result_bytes"].to_string(), result_len.to_string());
+            let raw = parse(line.as_bytes()).unwrap();
+            let hex = format!(
+                "{:016x}",
+                fnv1a64(raw.get("result").unwrap().raw(line.as_bytes()))
+            );
+            assert!(receipt["digest"].as_str().unwrap().ends_with(&hex));
+        }
+    }
+    // Within the ceiling a typed result passes whole (300 rows > max_list_items).
+    let o = filter(&["--typed"], format!("{line}\n").into_bytes());
+    assert_eq!(lines(&o.stdout), [line.as_bytes()]);
+}
+
+#[test]
+fn filter_passes_captured_tool_results_unchanged() {
+    let mut input = Vec::new();
+    let mut n = 0;
+    let mut names: Vec<_> = std::fs::read_dir(CAPTURES)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl") && !n.ends_with(".tee.jsonl"))
+        .collect();
+    names.sort();
+    for name in names {
+        let text = std::fs::read_to_string(format!("{CAPTURES}/{name}")).unwrap();
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let tool_result = v
+                .get("result")
+                .and_then(|r| r.as_object())
+                .is_some_and(|r| r.contains_key("content") || r.contains_key("isError"));
+            // filter treats every result as a tool result; feed it tool results
+            // and messages without a result.
+            if tool_result || v.get("result").is_none() {
+                input.extend_from_slice(l.as_bytes());
+                input.push(b'\n');
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 25);
+    let o = filter(&[], input.clone());
+    assert_eq!(o.code, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&input),
+        "captured lines within budget must pass byte-identical"
+    );
+}
+
+#[test]
+fn filter_bounds_a_five_megabyte_line() {
+    let text = "0123456789abcdef".repeat(5 * 1024 * 1024 / 16);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"result":{{"content":[{{"type":"text","text":"{text}"}}],"isError":false}}}}"#
+    );
+    let o = filter(&[], format!("{line}\n{line}\n").into_bytes());
+    assert_eq!(o.code, 0);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 2);
+    for l in out {
+        let doc = parse_valid(l);
+        assert!(doc.get("result").unwrap().len() as u64 <= McpLimits::DEFAULT.max_result_bytes);
+        let r = run(McpLimits::DEFAULT, tool(), line.as_bytes(), BIG_CHUNK);
+        assert_eq!(l, r.out.as_slice());
+    }
+}
