@@ -1,6 +1,8 @@
 //! resultbudget: a zero-copy streaming budget engine for MCP tool results.
 //!
-//! Data flows one way: bytes → [`tokenizer`] → policy ([`budget`]) → output.
+//! Data flows one way: bytes → [`tokenizer`] → policy ([`budget`], [`mcp`]) → output.
+//! `unsafe` is denied everywhere but in [`scan`] (SIMD, each block with a `SAFETY` line).
+#![deny(unsafe_code)]
 
 pub mod audit;
 pub mod budget;
@@ -15,6 +17,7 @@ pub mod mcp;
 mod out;
 pub mod proxy;
 pub mod record;
+pub mod scan;
 pub mod sniff;
 pub mod tokenizer;
 pub mod transport;

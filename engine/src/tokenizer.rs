@@ -22,6 +22,7 @@
 //! values skipped at the container's level is reported in [`Tok::Skipped`].
 
 use crate::error::{Error, ErrorKind};
+use crate::scan;
 
 /// Default limit on container nesting accepted by the tokenizer.
 ///
@@ -738,28 +739,49 @@ impl Tokenizer {
         let n = chunk.len();
         loop {
             if self.esc == Esc::None && self.utf_need == 0 {
-                // Plain ASCII run: each byte is a unit of one decoded byte.
+                // Plain run: no quote, backslash or control byte, and whole valid
+                // UTF-8 sequences (found block-wise, validated in bulk). Each
+                // character is a unit; its decoded size is its encoded size.
                 let run_start = i;
-                while let Some(&b) = chunk.get(i) {
-                    if STR_CLASS[b as usize] != 0 {
-                        break;
+                let rest = chunk.get(i..).unwrap_or(&[]);
+                let r = scan::scan(rest);
+                let mut run_len = r.end;
+                if r.non_ascii {
+                    if let Err(e) = std::str::from_utf8(rest.get(..run_len).unwrap_or(&[])) {
+                        // The byte-wise path below reports the exact error, or carries
+                        // a sequence split by the chunk end.
+                        run_len = e.valid_up_to();
                     }
-                    i += 1;
                 }
-                let run = (i - run_start) as u64;
+                i = run_start + run_len;
+                let run = run_len as u64;
                 if run > 0 {
+                    let bytes = chunk.get(run_start..i).unwrap_or(&[]);
                     self.dec_total += run;
-                    self.chars_total += run;
+                    self.chars_total += if r.non_ascii {
+                        bytes.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64
+                    } else {
+                        run
+                    };
                     if self.in_key {
-                        let bytes = chunk.get(run_start..i).unwrap_or(&[]);
                         self.push_key_bytes(bytes);
                     }
                     if self.keep {
-                        let fit = run.min(self.allow_dec).min(self.allow_enc);
+                        let mut fit = run.min(self.allow_dec).min(self.allow_enc);
+                        if fit < run && r.non_ascii {
+                            // Back off to a character boundary.
+                            while fit > 0
+                                && bytes.get(fit as usize).is_some_and(|&b| (b as i8) < -0x40)
+                            {
+                                fit -= 1;
+                            }
+                        }
                         self.allow_dec -= fit;
                         self.allow_enc -= fit;
                         if fit < run {
-                            self.cut_by_dec = self.allow_dec == 0;
+                            let next = bytes.get(fit as usize).copied().unwrap_or(0);
+                            let next_len = utf8_lead(next).map_or(1, |(n, _, _)| n as u64 + 1);
+                            self.cut_by_dec = next_len > self.allow_dec;
                             self.keep = false;
                             self.cut = true;
                             let end = run_start + fit as usize;
