@@ -1,1 +1,313 @@
-//! Benchmarks live in benches/.
+//! Inputs and helpers shared by the benchmarks in `benches/benches/`.
+//!
+//! Everything here is deterministic: the generated MCP results are the same
+//! bytes on every run, so the expected answers the benches assert are stable.
+//! Benches run in two modes: `cargo bench` (full-size inputs) and
+//! `cargo test --benches` (criterion's test mode, which CI runs: every bench
+//! once, in a debug build), where the generated inputs are scaled down so the
+//! assertions stay cheap.
+
+use std::path::PathBuf;
+
+/// Whether the bench binary was started by `cargo bench` (criterion passes
+/// `--bench`); otherwise it runs in criterion's test mode.
+pub fn bench_mode() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// Divisor applied to generated input sizes: 1 under `cargo bench`, 64 in test
+/// mode. `RB_BENCH_SCALE` overrides it.
+pub fn scale_div() -> usize {
+    if let Some(v) = std::env::var("RB_BENCH_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+    {
+        return v.max(1);
+    }
+    if bench_mode() {
+        1
+    } else {
+        64
+    }
+}
+
+/// `n / scale_div()`, but at least `min`.
+pub fn scaled(n: usize, min: usize) -> usize {
+    (n / scale_div()).max(min)
+}
+
+/// The workspace root (the parent of this crate).
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// Where the json-benchmark corpus lives: `shared/` beside the workspace
+/// (read in place, never copied). `RB_JSON_BENCHMARK_DATA` overrides it.
+pub fn corpus_dir() -> PathBuf {
+    if let Ok(d) = std::env::var("RB_JSON_BENCHMARK_DATA") {
+        return PathBuf::from(d);
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpora/json-benchmark/data")
+}
+
+/// Read one corpus file; `None` (with a note on stderr) when it is absent.
+pub fn corpus(name: &str) -> Option<Vec<u8>> {
+    let p = corpus_dir().join(name);
+    match std::fs::read(&p) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            eprintln!("note: skipping {}: {e}", p.display());
+            None
+        }
+    }
+}
+
+/// A tiny deterministic generator (xorshift64*).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// Remove insignificant whitespace from valid JSON: what the engine's
+/// pass-through output is (every other byte is copied as it stands).
+pub fn strip_ws(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len());
+    let (mut in_str, mut esc) = (false, false);
+    for &b in json {
+        if in_str {
+            out.push(b);
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            if b == b'"' {
+                in_str = true;
+            }
+            out.push(b);
+        }
+    }
+    out
+}
+
+/// JSON-encoded string content (no quotes) of about `bytes` bytes, rich in
+/// escapes (`\n`, `\"`, `\\`, `\t`, `\u00e9`, `\uD83D\uDE00`) and raw UTF-8
+/// (`é`, `日本`, `😀`), between runs of ASCII words. Always valid, never ends
+/// inside a unit.
+pub fn escape_rich_text(bytes: usize, seed: u64) -> Vec<u8> {
+    const WORDS: &[&[u8]] = &[
+        b"the ",
+        b"quick ",
+        b"brown ",
+        b"fox ",
+        b"jumps ",
+        b"over ",
+        b"lazy ",
+        b"dog ",
+        b"error: ",
+        b"line ",
+        b"0123456789 ",
+        b"INFO ",
+        b"request_id=abc123 ",
+    ];
+    const SPECIAL: &[&[u8]] = &[
+        b"\\n",
+        b"\\\"",
+        b"\\u00e9",
+        b"\\uD83D\\uDE00",
+        "é".as_bytes(),
+        "日本".as_bytes(),
+        "😀".as_bytes(),
+        b"\\\\",
+        b"\\t",
+        b"\\n",
+    ];
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(bytes + 64);
+    while out.len() < bytes {
+        // On average about one special unit per ~24 bytes of text.
+        let words = 1 + rng.below(6);
+        for _ in 0..words {
+            out.extend_from_slice(WORDS[rng.below(WORDS.len() as u64) as usize]);
+        }
+        out.extend_from_slice(SPECIAL[rng.below(SPECIAL.len() as u64) as usize]);
+    }
+    out
+}
+
+/// Base64 (standard alphabet, padded) of `raw` pseudo-random bytes.
+pub fn base64_blob(raw: usize, seed: u64) -> Vec<u8> {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut rng = Rng::new(seed);
+    let data: Vec<u8> = (0..raw).map(|_| rng.next_u64() as u8).collect();
+    let mut out = Vec::with_capacity(raw.div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        out.push(A[(n >> 18) as usize & 63]);
+        out.push(A[(n >> 12) as usize & 63]);
+        out.push(if c.len() > 1 {
+            A[(n >> 6) as usize & 63]
+        } else {
+            b'='
+        });
+        out.push(if c.len() > 2 {
+            A[n as usize & 63]
+        } else {
+            b'='
+        });
+    }
+    out
+}
+
+/// A compact `tools/call` response line (no trailing newline) whose `result`
+/// is `result_json`.
+pub fn response_line(id: u64, result_json: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(result_json.len() + 48);
+    v.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    v.extend_from_slice(id.to_string().as_bytes());
+    v.extend_from_slice(b",\"result\":");
+    v.extend_from_slice(result_json);
+    v.push(b'}');
+    v
+}
+
+/// A tools/call response whose `content[0].text` is `text_bytes` of
+/// escape-rich text.
+pub fn mcp_text(text_bytes: usize) -> Vec<u8> {
+    let text = escape_rich_text(text_bytes, 0x5EED);
+    let mut r = Vec::with_capacity(text.len() + 64);
+    r.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":\"");
+    r.extend_from_slice(&text);
+    r.extend_from_slice(b"\"}],\"isError\":false}");
+    response_line(1, &r)
+}
+
+/// One item of the structured list: a few fields of every JSON kind.
+pub fn list_item(i: usize, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let _ = write!(
+        out,
+        "{{\"id\":{i},\"name\":\"item-{i}\",\"price\":{}.{:02},\"tags\":[\"red\",\"blue\"],\"active\":{},\"owner\":null}}",
+        i % 1000,
+        i % 100,
+        if i % 3 == 0 { "true" } else { "false" }
+    );
+}
+
+/// A JSON array of `n` list items (a generic document).
+pub fn json_list(n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n * 96 + 2);
+    v.push(b'[');
+    for i in 0..n {
+        if i > 0 {
+            v.push(b',');
+        }
+        list_item(i, &mut v);
+    }
+    v.push(b']');
+    v
+}
+
+/// A tools/call response whose `structuredContent.items` holds `n` items.
+pub fn mcp_list(n: usize) -> Vec<u8> {
+    let mut r = Vec::with_capacity(n * 96 + 128);
+    r.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":\"");
+    r.extend_from_slice(n.to_string().as_bytes());
+    r.extend_from_slice(b" rows\"}],\"structuredContent\":{\"items\":");
+    r.extend_from_slice(&json_list(n));
+    r.extend_from_slice(b"}}");
+    response_line(2, &r)
+}
+
+/// One `depth`-deep chain of objects: `{"depth":0,"child":{"depth":1,…"child":null}…}`.
+pub fn deep_tree(depth: usize, out: &mut Vec<u8>) {
+    for d in 0..depth {
+        out.extend_from_slice(b"{\"depth\":");
+        out.extend_from_slice(d.to_string().as_bytes());
+        out.extend_from_slice(b",\"child\":");
+    }
+    out.extend_from_slice(b"null");
+    for _ in 0..depth {
+        out.push(b'}');
+    }
+}
+
+/// A tools/call response whose `structuredContent.trees` holds `trees` chains,
+/// each `depth` objects deep.
+pub fn mcp_deep(depth: usize, trees: usize) -> Vec<u8> {
+    let mut r = Vec::new();
+    r.extend_from_slice(
+        b"{\"content\":[{\"type\":\"text\",\"text\":\"nested\"}],\"structuredContent\":{\"trees\":[",
+    );
+    for t in 0..trees {
+        if t > 0 {
+            r.push(b',');
+        }
+        deep_tree(depth, &mut r);
+    }
+    r.extend_from_slice(b"]}}");
+    response_line(3, &r)
+}
+
+/// A tools/call response with a short text block and an image block whose
+/// base64 `data` encodes `raw` bytes.
+pub fn mcp_image(raw: usize) -> Vec<u8> {
+    let blob = base64_blob(raw, 0xB10B);
+    let mut r = Vec::with_capacity(blob.len() + 128);
+    r.extend_from_slice(
+        b"{\"content\":[{\"type\":\"text\",\"text\":\"the chart\"},{\"type\":\"image\",\"data\":\"",
+    );
+    r.extend_from_slice(&blob);
+    r.extend_from_slice(b"\",\"mimeType\":\"image/png\"}]}");
+    response_line(4, &r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_ws_keeps_strings() {
+        assert_eq!(
+            strip_ws(b" { \"a b\" : [1, \"\\\" x\"] }\n"),
+            b"{\"a b\":[1,\"\\\" x\"]}"
+        );
+    }
+
+    #[test]
+    fn base64_lengths() {
+        assert_eq!(base64_blob(3, 1).len(), 4);
+        assert_eq!(base64_blob(4, 1).len(), 8);
+        assert!(base64_blob(5, 1).ends_with(b"="));
+    }
+
+    #[test]
+    fn deep_tree_shape() {
+        let mut v = Vec::new();
+        deep_tree(2, &mut v);
+        assert_eq!(v, b"{\"depth\":0,\"child\":{\"depth\":1,\"child\":null}}");
+    }
+}

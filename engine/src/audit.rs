@@ -240,7 +240,7 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
         }
         id += 1;
     }
-    drop(send);
+    drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
     Ok(tools)

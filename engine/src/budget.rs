@@ -331,6 +331,12 @@ impl ValueBudget {
             }
             Tok::Lit(l) => {
                 let text = l.text();
+                if self.frames.is_empty() && text.len() as u64 > out.avail() {
+                    // The literal is already complete: nothing to skip.
+                    out.rollback(self.value_mark);
+                    self.root_omitted_kind = out.bytes_kind();
+                    return Ok(Step::Omitted);
+                }
                 if self.start_child(lex, out, text.len() as u64) {
                     out.write(text);
                     return Ok(self.value_end(lex, out));

@@ -10,7 +10,7 @@ use crate::budget::{Step, ValueBudget};
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::out::Out;
-use crate::record::{push_u64, BudgetKind, PointerBuf, Record};
+use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
 use crate::tokenizer::{Tok, Tokenizer};
 
 /// Limits of the MCP projection. `u64::MAX` means no limit.
@@ -177,6 +177,13 @@ fn marker_len(total: u64) -> u64 {
     (MARKER_HEAD.len() + MARKER_MID.len() + MARKER_TAIL.len()) as u64 + 2 * digits(total)
 }
 
+/// Encoded length of the marker for exactly these numbers.
+fn marker_len_for(omitted: u64, total: u64) -> u64 {
+    (MARKER_HEAD.len() + MARKER_MID.len() + MARKER_TAIL.len()) as u64
+        + digits(omitted)
+        + digits(total)
+}
+
 fn write_marker(out: &mut Out, omitted: u64, total: u64) -> u64 {
     let mut m = Vec::with_capacity(80);
     m.extend_from_slice(MARKER_HEAD.as_bytes());
@@ -257,6 +264,9 @@ enum Act {
     Text,
     /// A base64 payload: whole, or the block goes.
     Blob,
+    /// A block field that is never cut (`type`, `uri`, `name`, `mimeType`):
+    /// whole, or the block goes.
+    Whole,
     /// Drop the member (recorded with this kind).
     Drop(BudgetKind),
     /// The envelope's `id` (passed, and remembered).
@@ -337,6 +347,11 @@ pub struct Projector {
     id_hold: bool,
     id: Vec<u8>,
     block_hold: bool,
+    /// At a block's start: the record, the text budget and the listed paths'
+    /// size, restored if the block is dropped (its inner cuts vanish with it).
+    block_mark: Option<(RecordMark, u64, usize)>,
+    /// Where a typed error result goes once the message's id is known.
+    error_at: Option<u64>,
     dskip: Option<DSkip>,
     done: bool,
     /// Scratch for building the record and error results.
@@ -387,6 +402,8 @@ impl Projector {
             id_hold: false,
             id: Vec::with_capacity(64),
             block_hold: false,
+            block_mark: None,
+            error_at: None,
             dskip: None,
             done: false,
             scratch: Vec::with_capacity(1024),
@@ -436,6 +453,8 @@ impl Projector {
         self.id_hold = false;
         self.id.clear();
         self.block_hold = false;
+        self.block_mark = None;
+        self.error_at = None;
         self.dskip = None;
         self.done = false;
     }
@@ -489,9 +508,29 @@ impl Projector {
             }
             self.step(tok, &[], 0)?;
         }
+        if let Some(at) = self.error_at.take() {
+            let err = self.typed_error();
+            self.out.insert(at, &err);
+            self.out.release();
+        }
         self.out.commit();
         self.out.drain_into(out);
         Ok(&self.rec)
+    }
+
+    fn is_typed(&self) -> bool {
+        matches!(&self.treat, Treat::ToolResult(c) if c.typed)
+    }
+
+    /// Room a listed path may take: the result ceiling's own room (not an inner
+    /// scope's). A typed result's output is replaced if anything is cut, so its
+    /// record lists freely (the error result drops paths if they do not fit).
+    fn path_room(&self) -> u64 {
+        if !self.bounded() || self.is_typed() {
+            u64::MAX
+        } else {
+            self.out.room(0)
+        }
     }
 
     fn sync_reserve(&mut self, before: usize) {
@@ -504,11 +543,7 @@ impl Projector {
             return Ok(());
         }
         let paths_before = self.rec.paths_len();
-        if self.result_mark.is_some() && !self.result_done {
-            self.rec.path_room = self.out.avail();
-        } else {
-            self.rec.path_room = u64::MAX;
-        }
+        self.rec.path_room = self.path_room();
         let forward = self.vb_act.is_some() || self.driver(tok, chunk, pos);
         if let (true, Some(act)) = (forward, self.vb_act) {
             let step = self
@@ -526,7 +561,7 @@ impl Projector {
                 }
             }
         }
-        if self.result_mark.is_some() && !self.result_done {
+        if self.bounded() && !self.is_typed() {
             self.sync_reserve(paths_before);
         }
         if self.eff.max_result_bytes != u64::MAX
@@ -544,12 +579,12 @@ impl Projector {
     /// Record a cut at the current path, listing the path only if the record
     /// still has room for it inside the result ceiling.
     fn add_cut(&mut self, kind: BudgetKind, count: u64) {
-        self.rec.path_room = if self.bounded() {
-            self.out.avail()
-        } else {
-            u64::MAX
-        };
+        let before = self.rec.paths_len();
+        self.rec.path_room = self.path_room();
         self.rec.add(kind, count, self.path.get());
+        if self.bounded() && !self.is_typed() {
+            self.out.record_reserve += self.rec.paths_len().saturating_sub(before) as u64;
+        }
     }
 
     fn top_depth(&self) -> u32 {
@@ -582,11 +617,13 @@ impl Projector {
                 b"text" => Act::Text,
                 b"data" => Act::Blob,
                 b"resource" => Act::Descend(Level::Resource),
+                b"type" | b"uri" | b"name" | b"mimeType" => Act::Whole,
                 _ => Act::Free,
             },
             Level::Resource => match key {
                 b"text" => Act::Text,
                 b"blob" => Act::Blob,
+                b"uri" | b"mimeType" => Act::Whole,
                 _ => Act::Free,
             },
             Level::Meta => {
@@ -641,11 +678,27 @@ impl Projector {
         false
     }
 
+    /// Room for a key being read: at result level the reserves kept for
+    /// `isError`/`resultType` are usable (the key may be one of them; any other
+    /// member meets the real room when its value starts).
+    fn key_room(&self) -> u64 {
+        let mut a = self.out.avail();
+        if self.top_level() == Some(Level::Result) {
+            if self.reserve_is_error {
+                a = a.saturating_add(IS_ERROR_RESERVE);
+            }
+            if self.reserve_result_type {
+                a = a.saturating_add(RESULT_TYPE_RESERVE);
+            }
+        }
+        a
+    }
+
     fn after_string_bytes(&mut self) {
         if self.lex.in_key_string()
             && self.key_doom.is_none()
             && self.bounded()
-            && self.out.avail() < 3
+            && self.key_room() < 3
         {
             self.key_doom = Some(self.out.bytes_kind());
             self.out.rollback(self.key_mark);
@@ -839,11 +892,16 @@ impl Projector {
                 // A `_meta` that is not an object cannot carry the record: drop it.
                 self.out.rollback(self.key_mark);
                 self.add_cut(BudgetKind::NonStandardField, 1);
-                self.lex.skip_one(self.top_depth());
-                self.dskip = Some(DSkip::DropOne);
+                if matches!(tok, Tok::Lit(_)) {
+                    // Already complete: nothing to skip.
+                    self.child_end();
+                } else {
+                    self.lex.skip_one(self.top_depth());
+                    self.dskip = Some(DSkip::DropOne);
+                }
                 false
             }
-            Act::Text | Act::Blob if is_str => {
+            Act::Text | Act::Blob | Act::Whole if is_str => {
                 self.open_string(act);
                 false
             }
@@ -907,9 +965,12 @@ impl Projector {
             self.reserve_is_error = true;
             self.reserve_result_type = true;
         }
-        if level == Level::Block && !self.out.is_held() {
-            self.out.hold_here_at(self.key_mark);
-            self.block_hold = true;
+        if level == Level::Block {
+            if !self.out.is_held() {
+                self.out.hold_here_at(self.key_mark);
+                self.block_hold = true;
+            }
+            self.block_mark = Some((self.rec.checkpoint(), self.text_left, self.rec.paths_len()));
         }
         if let Some(f) = self.frames.last_mut() {
             f.kept += 1;
@@ -963,9 +1024,14 @@ impl Projector {
         };
         let cut = self.lex.string_cut();
         let total = self.lex.string_decoded_len();
-        if sc.act == Act::Blob {
+        if sc.act == Act::Blob || sc.act == Act::Whole {
             if cut {
-                self.fail_block(BudgetKind::Blob);
+                let kind = if sc.act == Act::Blob {
+                    BudgetKind::Blob
+                } else {
+                    self.out.bytes_kind()
+                };
+                self.fail_block(kind);
                 return;
             }
         } else if cut {
@@ -979,12 +1045,18 @@ impl Projector {
             } else {
                 self.out.bytes_kind()
             };
-            if sc.dec_allow >= m && sc.enc_allow >= m {
+            if sc.dec_allow >= m - 1 && sc.enc_allow >= m {
+                // The marker's `\n` is two encoded bytes and one decoded byte. First
+                // fit with the widest marker, then again with the marker the cut
+                // really needs (fewer omitted bytes never need more digits).
                 let kept = self.out.tail_from(sc.start);
-                let (e, d) = unit_prefix(kept, sc.dec_allow - m, sc.enc_allow - m);
+                let (mut e, mut d) = unit_prefix(kept, sc.dec_allow - (m - 1), sc.enc_allow - m);
+                let exact = marker_len_for(total - d, total);
+                if exact < m {
+                    (e, d) = unit_prefix(kept, sc.dec_allow - (exact - 1), sc.enc_allow - exact);
+                }
                 self.out.rollback(sc.start + e as u64);
                 let ml = write_marker(&mut self.out, total - d, total);
-                // `\n` is two encoded bytes and one decoded byte.
                 self.text_left = self.text_left.saturating_sub(d + ml - 1);
             } else {
                 self.out.rollback(sc.start);
@@ -1008,6 +1080,14 @@ impl Projector {
                 if let Some(kind) = f.failed {
                     self.out.rollback(f.start_mark);
                     self.out.reserved = f.reserved_at_open;
+                    if let Some((m, text_left, paths_len)) = self.block_mark.take() {
+                        let grown = self.rec.paths_len().saturating_sub(paths_len) as u64;
+                        if self.bounded() && !self.is_typed() {
+                            self.out.record_reserve = self.out.record_reserve.saturating_sub(grown);
+                        }
+                        self.rec.restore(&m);
+                        self.text_left = text_left;
+                    }
                     self.path.truncate(f.path_len, f.path_ovf);
                     self.add_cut(kind, 1);
                     if let Some(p) = self.frames.last_mut() {
@@ -1063,7 +1143,13 @@ impl Projector {
             if let Some(m) = self.result_mark {
                 self.out.rollback(m);
             }
-            self.write_typed_error();
+            // The error carries the request id in its receipt; the id may come
+            // after the result (TypeScript SDK order), so the error is placed
+            // when the message ends. The output stays held until then.
+            self.error_at = Some(self.out.pos());
+            self.result_done = true;
+            self.child_end();
+            return;
         } else if self.rec.truncated() {
             let mut rec = std::mem::take(&mut self.scratch);
             rec.clear();
@@ -1139,7 +1225,7 @@ impl Projector {
         }
     }
 
-    fn write_typed_error(&mut self) {
+    fn typed_error(&mut self) -> Vec<u8> {
         let (tool, read_only, req_id, modern) = match &self.treat {
             Treat::ToolResult(c) => (
                 c.tool.clone().unwrap_or_else(|| "unknown".into()),
@@ -1189,10 +1275,10 @@ impl Projector {
             }
             v.extend_from_slice(b"}}");
             if v.len() as u64 <= self.eff.max_result_bytes || !with_paths {
-                self.out.write(&v);
-                return;
+                return v;
             }
         }
+        Vec::new()
     }
 }
 

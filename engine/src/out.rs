@@ -63,7 +63,7 @@ impl Out {
 
     /// Room left in scope `i` (u64::MAX when it is not open).
     #[inline]
-    fn room(&self, i: usize) -> u64 {
+    pub fn room(&self, i: usize) -> u64 {
         let Some(Some(s)) = self.scopes.get(i) else {
             return u64::MAX;
         };

@@ -43,6 +43,17 @@ impl BudgetKind {
     }
 }
 
+/// A saved state of a [`Record`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordMark {
+    omitted_count: u64,
+    kind: Option<BudgetKind>,
+    paths_len: usize,
+    listed: usize,
+    unlisted: u64,
+    kinds: u32,
+}
+
 /// What a budget cut, exactly.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Record {
@@ -133,6 +144,28 @@ impl Record {
             }
             _ => self.unlisted += 1,
         }
+    }
+
+    /// A point to come back to (see [`Record::restore`]).
+    pub fn checkpoint(&self) -> RecordMark {
+        RecordMark {
+            omitted_count: self.omitted_count,
+            kind: self.kind,
+            paths_len: self.paths.len(),
+            listed: self.listed,
+            unlisted: self.unlisted,
+            kinds: self.kinds,
+        }
+    }
+
+    /// Forget every cut recorded since `m` (a dropped block's inner cuts).
+    pub fn restore(&mut self, m: &RecordMark) {
+        self.omitted_count = m.omitted_count;
+        self.kind = m.kind;
+        self.paths.truncate(m.paths_len);
+        self.listed = m.listed;
+        self.unlisted = m.unlisted;
+        self.kinds = m.kinds;
     }
 
     /// Move every listed path to the unlisted count (to make the record smaller).

@@ -246,6 +246,9 @@ pub struct Tokenizer {
     /// unit completes) the whole unit when it is kept.
     held: [u8; 12],
     held_len: u8,
+    /// Bytes of the current multi-byte unit seen in earlier chunks (counted
+    /// whether or not the unit is kept).
+    prev_unit_bytes: u8,
     /// The current multi-byte unit began in an earlier chunk.
     unit_from_prev: bool,
     /// Start of the current multi-byte unit in this chunk (valid when !unit_from_prev).
@@ -294,6 +297,7 @@ impl Tokenizer {
             low: 0,
             held: [0; 12],
             held_len: 0,
+            prev_unit_bytes: 0,
             unit_from_prev: false,
             unit_start: 0,
             key_buf: [0; KEY_CAP],
@@ -694,7 +698,7 @@ impl Tokenizer {
         pos: &mut usize,
     ) -> Option<Tok> {
         let enc = if self.unit_from_prev {
-            self.held_len as u64 + (i - start) as u64
+            self.prev_unit_bytes as u64 + (i - start) as u64
         } else {
             (i - self.unit_start) as u64
         };
@@ -815,6 +819,7 @@ impl Tokenizer {
                         self.esc = Esc::Backslash;
                         self.unit_start = i;
                         self.held_len = 0;
+                        self.prev_unit_bytes = 0;
                         i += 1;
                     }
                     3 => return Err(self.err(ErrorKind::ControlInString, i)),
@@ -827,6 +832,7 @@ impl Tokenizer {
                         self.utf_hi = hi;
                         self.unit_start = i;
                         self.held_len = 0;
+                        self.prev_unit_bytes = 0;
                         if self.in_key {
                             self.push_key_bytes(&[b]);
                         }
@@ -849,6 +855,7 @@ impl Tokenizer {
                 } else {
                     self.unit_start
                 };
+                self.prev_unit_bytes = self.prev_unit_bytes.saturating_add((n - from) as u8);
                 if self.keep {
                     let part = chunk.get(from..n).unwrap_or(&[]);
                     let have = self.held_len as usize;

@@ -34,6 +34,21 @@ fn run_all_splits(lim: McpLimits, treat: Treat, input: &[u8]) -> Run {
     whole
 }
 
+/// For larger messages: whole, 1-byte chunks and 100 random chunkings.
+fn run_random_splits(lim: McpLimits, treat: Treat, input: &[u8]) -> Run {
+    let mut p = projector(lim);
+    let whole = run_with(&mut p, treat.clone(), input, input.len().max(1));
+    let ones = run_with(&mut p, treat.clone(), input, 1);
+    assert_eq!(whole, ones, "1-byte chunks differ");
+    let mut rng = Rng(input.len() as u64 | 1);
+    for _ in 0..100 {
+        let cuts = random_cuts(&mut rng, input.len(), 512);
+        let r = run_split_with(&mut p, treat.clone(), input, &cuts);
+        assert_eq!(whole, r, "random chunking {cuts:?} differs");
+    }
+    whole
+}
+
 fn assert_identity(lim: McpLimits, treat: Treat, input: &[u8]) {
     let r = run_all_splits(lim, treat, input);
     assert_eq!(s(&r.out), s(input), "not byte-identical");
@@ -933,7 +948,7 @@ fn typed_read_only_over_budget_becomes_an_error_with_guidance() {
     for id_last in [false, true] {
         let input = typed_big(id_last);
         let treat = typed("list_rows", true, None);
-        let r = run_all_splits(lim, treat.clone(), &input);
+        let r = run_random_splits(lim, treat.clone(), &input);
         check_typed_error(&lim.whole_only(), &input, &r, "list_rows", true, b"31");
         check_message(&lim.whole_only(), &input, &r);
         let doc = parse_valid(&r.out);
@@ -975,7 +990,7 @@ fn typed_mutation_over_budget_carries_a_receipt() {
     let input = typed_big(false);
     let orig = parse(&input).unwrap().get("result").unwrap().len() as u64;
     // request_id from the CallInfo (e.g. a string id of the request).
-    let r = run_all_splits(lim, typed("write_rows", false, Some(r#""req-31""#)), &input);
+    let r = run_random_splits(lim, typed("write_rows", false, Some(r#""req-31""#)), &input);
     check_typed_error(
         &lim.whole_only(),
         &input,

@@ -605,13 +605,11 @@ fn free_bounds(n: &Node, level: u32, lim: &McpLimits, path: &str, errs: &mut Vec
                 free_bounds(v, level + 1, lim, &ptr_idx(path, i), errs);
             }
         }
-        J::Str(s) => {
-            if s.len() as u64 > lim.max_string_bytes {
-                errs.push(format!(
-                    "{path}: string of {} bytes > max_string_bytes",
-                    s.len()
-                ));
-            }
+        J::Str(s) if s.len() as u64 > lim.max_string_bytes => {
+            errs.push(format!(
+                "{path}: string of {} bytes > max_string_bytes",
+                s.len()
+            ));
         }
         _ => {}
     }
@@ -672,10 +670,14 @@ pub fn result_bounds(lim: &McpLimits, out: &[u8], r: &Node) -> Vec<String> {
                                         }
                                     }
                                     ("blob", J::Str(_)) => {}
+                                    // Identifiers are kept whole, never cut.
+                                    ("uri" | "mimeType", J::Str(_)) => {}
                                     _ => free_bounds(rv, 1, lim, &ptr_key(&bp, rk), &mut errs),
                                 }
                             }
                         }
+                        // The discriminator and identifiers are not free-form text.
+                        ("type" | "uri" | "name" | "mimeType", J::Str(_)) => {}
                         _ => free_bounds(v, 1, lim, &ptr_key(&bp, k), &mut errs),
                     }
                 }
@@ -945,6 +947,8 @@ impl Diff<'_> {
             match (k.as_str(), ov.is_str()) {
                 ("text", true) => self.text(ov, uv, &kp),
                 ("data", true) => self.same(ov, uv, &kp),
+                // Kept whole (or the block goes): `specs/mcp-result-contract.md`.
+                ("type" | "uri" | "name" | "mimeType", true) => self.same(ov, uv, &kp),
                 ("resource", _) if ov.is_obj() => {
                     if !uv.is_obj() || uv.members().len() != ov.members().len() {
                         self.errs.push(format!("{kp}: resource not kept whole"));
@@ -956,7 +960,8 @@ impl Diff<'_> {
                             self.errs.push(format!("{rp}: key changed"));
                         } else if rk == "text" && rov.is_str() {
                             self.text(rov, ruv, &rp);
-                        } else if rk == "blob" && rov.is_str() {
+                        } else if (rk == "blob" || rk == "uri" || rk == "mimeType") && rov.is_str()
+                        {
                             self.same(rov, ruv, &rp);
                         } else {
                             self.with_key(rk, |d| d.free(rov, ruv, &rp, 1));
@@ -1358,10 +1363,12 @@ pub fn check_typed_error(
             r.get("applied").unwrap().as_str(),
             Some("may_have_changed_state")
         );
-        for bad in ["try again", "retry", "repeat the call."] {
+        // The only mention of repeating is the instruction not to.
+        let rest = text.to_lowercase().replace("do not repeat it", "");
+        for bad in ["repeat", "retry", "try again", "again", "re-run", "rerun"] {
             assert!(
-                !text.to_lowercase().contains(bad) || text.contains("do not repeat"),
-                "text advises repeating: {text}"
+                !rest.contains(bad),
+                "text advises repeating ({bad}): {text}"
             );
         }
         assert!(text.contains("do not repeat it"));

@@ -1,6 +1,6 @@
-//! Minimal reproductions of engine bugs found while testing the MCP
-//! projection against `specs/mcp-result-contract.md`. Each test states the
-//! contract sentence it checks; each fails until the engine is fixed.
+//! Regressions: minimal reproductions of engine bugs found while testing the
+//! MCP projection against `specs/mcp-result-contract.md`, all fixed. Each test
+//! states the contract sentence it checks and the root cause it guarded.
 mod mcp_support;
 
 use mcp_support::*;
@@ -23,7 +23,7 @@ fn s(b: &[u8]) -> String {
 /// 16-byte reserve is still counted), so when `content` used everything else
 /// the key is doomed and `isError:true` is dropped (recorded as `/isError`).
 #[test]
-fn engine_bug_is_error_true_lost_when_content_fills_the_ceiling() {
+fn regression_is_error_true_lost_when_content_fills_the_ceiling() {
     let input = envelope(
         format!(
             r#"{{"content":[{{"type":"text","text":"{}"}}],"isError":true}}"#,
@@ -54,7 +54,7 @@ fn engine_bug_is_error_true_lost_when_content_fills_the_ceiling() {
 /// the *next* member's value: here `content` vanishes without being recorded.
 /// (`"_meta":5` or `"_meta":"s"` work: the value is still in progress.)
 #[test]
-fn engine_bug_literal_meta_swallows_the_next_member() {
+fn regression_literal_meta_swallows_the_next_member() {
     for lit in ["null", "true", "false"] {
         let input = envelope(
             format!(
@@ -81,7 +81,7 @@ fn engine_bug_literal_meta_swallows_the_next_member() {
 /// scope, `add_cut`/`step` set `path_room = out.avail()`, the minimum over both
 /// scopes, i.e. ~0: the path is never listed although the result has room.
 #[test]
-fn engine_bug_structured_bytes_cut_path_is_never_listed() {
+fn regression_structured_bytes_cut_path_is_never_listed() {
     let items: Vec<String> = (0..200).map(|i| i.to_string()).collect();
     let input = envelope(
         format!(
@@ -124,7 +124,7 @@ fn engine_bug_structured_bytes_cut_path_is_never_listed() {
 /// in the record: count 2 instead of 1, an extra path pointing into a block
 /// that is not in the output, and `budget_kind` `list_items` instead of `blob`.
 #[test]
-fn engine_bug_dropped_block_still_counts_cuts_inside_it() {
+fn regression_dropped_block_still_counts_cuts_inside_it() {
     let input = envelope(
         format!(
             r#"{{"content":[{{"type":"image","annotations":{{"audience":["a","b","c"]}},"data":"{}"}},{{"type":"text","text":"after"}}]}}"#,
@@ -162,7 +162,7 @@ fn engine_bug_dropped_block_still_counts_cuts_inside_it() {
 /// still being kept. The marker numbers — and so the kept length — then
 /// depend on the chunking.
 #[test]
-fn engine_bug_marker_total_depends_on_chunking_for_split_utf8() {
+fn regression_marker_total_depends_on_chunking_for_split_utf8() {
     let input = envelope(
         format!(
             r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
@@ -202,7 +202,7 @@ fn engine_bug_marker_total_depends_on_chunking_for_split_utf8() {
 /// --typed --mutating` always passes `request_id: None`, so it hits this on
 /// every TypeScript server.
 #[test]
-fn engine_bug_receipt_request_id_is_null_when_the_id_comes_last() {
+fn regression_receipt_request_id_is_null_when_the_id_comes_last() {
     let input = format!(
         r#"{{"result":{{"content":[{{"type":"text","text":"{}"}}]}},"jsonrpc":"2.0","id":77}}"#,
         "A".repeat(2000)
@@ -231,7 +231,7 @@ fn engine_bug_receipt_request_id_is_null_when_the_id_comes_last() {
 /// prefix: with a 60-byte block budget, 4 characters + a 55-byte marker = 59,
 /// where 5 + 55 = 60 fits.
 #[test]
-fn engine_bug_cut_text_is_shorter_than_the_longest_prefix() {
+fn regression_cut_text_is_shorter_than_the_longest_prefix() {
     let total = 2000u64;
     let input = envelope(
         format!(
@@ -273,7 +273,7 @@ fn engine_bug_cut_text_is_shorter_than_the_longest_prefix() {
 /// emitted without a required member"). (`uri`, `name`, `mimeType` are cut the
 /// same way, leaving a truncated URI that still looks valid.)
 #[test]
-fn engine_bug_block_type_is_cut_like_free_text() {
+fn regression_block_type_is_cut_like_free_text() {
     let input = envelope(
         br#"{"content":[{"type":"resource_link","uri":"file:///a","name":"a"}]}"#,
         1,

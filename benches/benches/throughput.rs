@@ -1,0 +1,510 @@
+//! Throughput of the budget engine against what a gateway would otherwise use.
+//!
+//! For every input, in one run: the engine passing everything through (64 KiB
+//! and 4 KiB chunks), the engine budgeting to a 64 KiB result, serde_json's
+//! `Value` round trip (with and without a truncation walk), serde_json
+//! `IgnoredAny` (validation only), simd-json's DOM round trip, struson's
+//! streaming copy, and `memcpy`. The `skip_*` groups measure how fast an
+//! over-budget tail is skipped, next to `memcpy` of the same bytes.
+//!
+//! Every bench checks its answer once before it is measured, so
+//! `cargo test --benches` (criterion's test mode, run by CI on scaled-down
+//! inputs) proves each one measures real work. `docs/performance.md` has the
+//! numbers; `benches/report.py` turns criterion's output into them.
+
+use criterion::measurement::WallTime;
+use criterion::{
+    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
+};
+use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
+use resultbudget::{Budget, Limits};
+use resultbudget_benches as rbb;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use simd_json::prelude::Writable;
+use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings};
+use struson::writer::{JsonStreamWriter, JsonWriter};
+
+const CHUNK: usize = 64 * 1024;
+const SMALL_CHUNK: usize = 4 * 1024;
+const CEILING: u64 = 64 * 1024;
+
+/// The generic budget of the benches: the `budget` command's defaults, 64 KiB result.
+const GENERIC_BUDGET: Limits = Limits {
+    max_result_bytes: CEILING,
+    ..Limits::DEFAULT
+};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// One JSON document: `Budget` with `Limits`.
+    Generic,
+    /// One tools/call response line: `Projector` with `McpLimits`.
+    Mcp,
+}
+
+/// The engine, either way.
+enum Engine {
+    Generic(Box<Budget>),
+    Mcp(Box<Projector>),
+}
+
+impl Engine {
+    fn generic(lim: Limits) -> Engine {
+        Engine::Generic(Box::new(Budget::new(lim).expect("valid limits")))
+    }
+
+    fn mcp(lim: McpLimits) -> Engine {
+        Engine::Mcp(Box::new(Projector::new(lim).expect("valid limits")))
+    }
+
+    /// Budget `input` fed in `chunk`-byte pieces into `out` (cleared first);
+    /// returns the record's `omitted_count`.
+    fn run(&mut self, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> u64 {
+        out.clear();
+        match self {
+            Engine::Generic(b) => {
+                b.reset();
+                for c in input.chunks(chunk) {
+                    b.feed(c, out).expect("valid input");
+                }
+                b.finish(out).expect("complete input").omitted_count()
+            }
+            Engine::Mcp(p) => {
+                p.begin(Treat::ToolResult(CallInfo::default()));
+                for c in input.chunks(chunk) {
+                    p.feed(c, out).expect("valid input");
+                }
+                p.finish(out).expect("complete input").omitted_count()
+            }
+        }
+    }
+}
+
+/// What a DOM gateway cuts: element limits applied to a parsed `Value`.
+/// (No byte ceiling: enforcing one on a DOM takes further passes, so this
+/// baseline is, if anything, flattering to the DOM.)
+#[derive(Clone, Copy)]
+struct DomLimits {
+    list: usize,
+    keys: usize,
+    string: usize,
+    depth: usize,
+    /// Content blocks whose base64 `data` is longer than this are dropped.
+    blob: usize,
+}
+
+const DOM_UNLIMITED: DomLimits = DomLimits {
+    list: usize::MAX,
+    keys: usize::MAX,
+    string: usize::MAX,
+    depth: usize::MAX,
+    blob: usize::MAX,
+};
+
+/// The generic budget's element limits.
+const DOM_GENERIC: DomLimits = DomLimits {
+    list: 100,
+    keys: 100,
+    string: 8 * 1024,
+    depth: 32,
+    blob: usize::MAX,
+};
+
+/// `McpLimits::DEFAULT`, approximately: texts at the per-block cap, depth
+/// counted from the envelope (structuredContent is at level 3 there).
+const DOM_MCP: DomLimits = DomLimits {
+    list: 100,
+    keys: 100,
+    string: 16 * 1024,
+    depth: 16 + 2,
+    blob: CEILING as usize,
+};
+
+fn is_big_blob(v: &Value, max: usize) -> bool {
+    v.get("data")
+        .and_then(Value::as_str)
+        .is_some_and(|d| d.len() > max)
+}
+
+/// Cut `v` to `lim` in place (`depth` is the level of `v` if it is a container).
+fn truncate_walk(v: &mut Value, lim: &DomLimits, depth: usize) {
+    match v {
+        Value::Array(a) => {
+            if depth > lim.depth {
+                a.clear();
+                return;
+            }
+            if lim.blob != usize::MAX {
+                a.retain(|x| !is_big_blob(x, lim.blob));
+            }
+            a.truncate(lim.list);
+            for x in a {
+                truncate_walk(x, lim, depth + 1);
+            }
+        }
+        Value::Object(m) => {
+            if depth > lim.depth {
+                m.clear();
+                return;
+            }
+            if m.len() > lim.keys {
+                let mut i = 0;
+                m.retain(|_, _| {
+                    i += 1;
+                    i <= lim.keys
+                });
+            }
+            for x in m.values_mut() {
+                truncate_walk(x, lim, depth + 1);
+            }
+        }
+        Value::String(s) => {
+            if s.len() > lim.string {
+                let mut n = lim.string;
+                while !s.is_char_boundary(n) {
+                    n -= 1;
+                }
+                s.truncate(n);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every array, object and string of `v` is within `lim`.
+fn within(v: &Value, lim: &DomLimits, depth: usize) -> bool {
+    match v {
+        Value::Array(a) => {
+            (a.is_empty() || depth <= lim.depth)
+                && a.len() <= lim.list
+                && a.iter().all(|x| within(x, lim, depth + 1))
+        }
+        Value::Object(m) => {
+            (m.is_empty() || depth <= lim.depth)
+                && m.len() <= lim.keys
+                && m.values().all(|x| within(x, lim, depth + 1))
+        }
+        Value::String(s) => s.len() <= lim.string,
+        _ => true,
+    }
+}
+
+/// The same JSON data (floats equal to 1e-12, relative: parsers round differently).
+fn same_data(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if x == y {
+                return true;
+            }
+            match (x.as_f64(), y.as_f64()) {
+                (Some(p), Some(q)) => (p - q).abs() <= 1e-12 * p.abs().max(q.abs()),
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_data(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| same_data(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+fn parse(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).expect("valid JSON")
+}
+
+/// serde_json's DOM round trip: parse, cut, serialize.
+fn serde_round_trip(input: &[u8], lim: &DomLimits, out: &mut Vec<u8>) {
+    let mut v: Value = serde_json::from_slice(input).expect("valid JSON");
+    if lim.list != usize::MAX || lim.depth != usize::MAX {
+        truncate_walk(&mut v, lim, 1);
+    }
+    out.clear();
+    serde_json::to_writer(&mut *out, &v).expect("serializable");
+}
+
+/// simd-json's DOM round trip on a copy of the input (it parses in place).
+fn simd_round_trip(input: &[u8], scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
+    scratch.clear();
+    scratch.extend_from_slice(input);
+    let v = simd_json::to_borrowed_value(scratch).expect("valid JSON");
+    out.clear();
+    v.write(&mut *out).expect("serializable");
+}
+
+/// struson: read every token and write it again (a streaming copy).
+fn struson_copy(input: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let settings = ReaderSettings {
+        max_nesting_depth: Some(1024),
+        track_path: false,
+        ..Default::default()
+    };
+    let mut r = JsonStreamReader::new_custom(input, settings);
+    let mut w = JsonStreamWriter::new(&mut *out);
+    r.transfer_to(&mut w).expect("valid JSON");
+    w.finish_document().expect("written");
+    r.consume_trailing_whitespace().expect("one value");
+}
+
+fn memcpy(input: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(input);
+}
+
+/// One input and what the engine must answer when it budgets it.
+struct Input {
+    name: &'static str,
+    kind: Kind,
+    bytes: Vec<u8>,
+    /// `omitted_count` of the budgeted run (64 KiB result).
+    budget_omitted: u64,
+    /// Length of the budgeted output, where pinned.
+    budget_len: Option<usize>,
+}
+
+fn group<'a>(c: &'a mut Criterion, name: &str, bytes: usize) -> BenchmarkGroup<'a, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(bytes as u64));
+    if bytes > 4 << 20 {
+        g.sample_size(10).sampling_mode(SamplingMode::Flat);
+    } else {
+        g.sample_size(20);
+    }
+    g
+}
+
+fn bench_input(c: &mut Criterion, inp: &Input) {
+    let input = inp.bytes.as_slice();
+    let mut out = Vec::with_capacity(input.len() + 4096);
+    let mut g = group(c, inp.name, input.len());
+
+    // The engine, budgets wide open: output is the input without insignificant whitespace.
+    let compact = rbb::strip_ws(input);
+    let mut pass = match inp.kind {
+        Kind::Generic => Engine::generic(Limits::UNLIMITED),
+        Kind::Mcp => Engine::mcp(McpLimits::UNLIMITED),
+    };
+    for (id, chunk) in [("rb_pass_64k", CHUNK), ("rb_pass_4k", SMALL_CHUNK)] {
+        assert_eq!(pass.run(input, chunk, &mut out), 0, "{}: {id}", inp.name);
+        assert!(
+            out == compact,
+            "{}: {id} is not a byte-exact copy",
+            inp.name
+        );
+        g.bench_function(id, |b| {
+            b.iter(|| black_box(pass.run(black_box(input), chunk, &mut out)))
+        });
+    }
+
+    // The engine, budgeted to a 64 KiB result.
+    let mut budget = match inp.kind {
+        Kind::Generic => Engine::generic(GENERIC_BUDGET),
+        Kind::Mcp => Engine::mcp(McpLimits::DEFAULT),
+    };
+    let omitted = budget.run(input, CHUNK, &mut out);
+    assert_eq!(
+        omitted, inp.budget_omitted,
+        "{}: rb_budget omitted_count",
+        inp.name
+    );
+    let envelope = if inp.kind == Kind::Mcp { 64 } else { 0 };
+    assert!(
+        out.len() as u64 <= CEILING + envelope,
+        "{}: over the ceiling",
+        inp.name
+    );
+    if let Some(len) = inp.budget_len {
+        assert_eq!(out.len(), len, "{}: rb_budget output length", inp.name);
+    }
+    let _ = parse(&out);
+    g.bench_function("rb_budget_64k", |b| {
+        b.iter(|| black_box(budget.run(black_box(input), CHUNK, &mut out)))
+    });
+
+    // serde_json Value round trip, nothing cut: the same data comes back.
+    let original = parse(input);
+    serde_round_trip(input, &DOM_UNLIMITED, &mut out);
+    assert!(
+        same_data(&parse(&out), &original),
+        "{}: serde round trip",
+        inp.name
+    );
+    g.bench_function("serde_value_pass", |b| {
+        b.iter(|| serde_round_trip(black_box(input), &DOM_UNLIMITED, &mut out))
+    });
+
+    // serde_json Value + truncation walk to the same element limits.
+    let dom_lim = match inp.kind {
+        Kind::Generic => DOM_GENERIC,
+        Kind::Mcp => DOM_MCP,
+    };
+    serde_round_trip(input, &dom_lim, &mut out);
+    let cut = parse(&out);
+    assert!(within(&cut, &dom_lim, 1), "{}: truncation walk", inp.name);
+    if !within(&original, &dom_lim, 1) {
+        assert!(
+            out.len() < compact.len(),
+            "{}: the walk cut nothing",
+            inp.name
+        );
+    }
+    drop(cut);
+    g.bench_function("serde_value_budget", |b| {
+        b.iter(|| serde_round_trip(black_box(input), &dom_lim, &mut out))
+    });
+
+    // serde_json IgnoredAny: validation only.
+    serde_json::from_slice::<IgnoredAny>(input).expect("valid JSON");
+    g.bench_function("serde_ignored", |b| {
+        b.iter(|| serde_json::from_slice::<IgnoredAny>(black_box(input)).expect("valid JSON"))
+    });
+
+    // simd-json DOM round trip.
+    let mut scratch = Vec::with_capacity(input.len());
+    simd_round_trip(input, &mut scratch, &mut out);
+    assert!(
+        same_data(&parse(&out), &original),
+        "{}: simd-json round trip",
+        inp.name
+    );
+    g.bench_function("simd_dom", |b| {
+        b.iter(|| simd_round_trip(black_box(input), &mut scratch, &mut out))
+    });
+
+    // struson streaming copy.
+    struson_copy(input, &mut out);
+    assert!(
+        same_data(&parse(&out), &original),
+        "{}: struson copy",
+        inp.name
+    );
+    drop(original);
+    g.bench_function("struson_copy", |b| {
+        b.iter(|| struson_copy(black_box(input), &mut out))
+    });
+
+    // memcpy into a preallocated buffer.
+    memcpy(input, &mut out);
+    assert!(out == input);
+    g.bench_function("memcpy", |b| b.iter(|| memcpy(black_box(input), &mut out)));
+    g.finish();
+}
+
+/// Skipping an over-budget tail, next to memcpy of the same input.
+fn bench_skip(c: &mut Criterion, name: &str, input: &[u8], mut engine: Engine, omitted: u64) {
+    let mut out = Vec::with_capacity(input.len() + 4096);
+    let mut g = group(c, name, input.len());
+    assert_eq!(
+        engine.run(input, CHUNK, &mut out),
+        omitted,
+        "{name}: omitted_count"
+    );
+    assert!(out.len() as u64 <= CEILING + 64, "{name}: output too long");
+    let _ = parse(&out);
+    g.bench_function("rb_skip", |b| {
+        b.iter(|| black_box(engine.run(black_box(input), CHUNK, &mut out)))
+    });
+    memcpy(input, &mut out);
+    assert!(out == input);
+    g.bench_function("memcpy", |b| b.iter(|| memcpy(black_box(input), &mut out)));
+    g.finish();
+}
+
+/// Full-size item counts (scaled down in test mode).
+const TEXT_BYTES: usize = 20 << 20;
+const LIST_ITEMS: usize = 300_000;
+const DEEP: usize = 200;
+const DEEP_TREES: usize = 1_000;
+const IMAGE_RAW: usize = 3 << 19; // 1.5 MiB raw = 2 MiB of base64
+const SKIP_LIST_ITEMS: usize = 220_000; // ≈ 20 MB
+
+/// Pinned answers for the json-benchmark corpus under `GENERIC_BUDGET`
+/// (`omitted_count`, output length); checked independently by the assertions
+/// above (valid JSON, within the 64 KiB ceiling).
+const CORPUS: [(&str, u64, usize); 3] =
+    [("twitter", 0, 0), ("citm_catalog", 0, 0), ("canada", 0, 0)];
+
+fn all(c: &mut Criterion) {
+    let mut inputs = Vec::new();
+    for (name, omitted, len) in CORPUS {
+        if let Some(bytes) = rbb::corpus(&format!("{name}.json")) {
+            inputs.push(Input {
+                name,
+                kind: Kind::Generic,
+                bytes,
+                budget_omitted: omitted,
+                budget_len: Some(len),
+            });
+        }
+    }
+    let text = rbb::scaled(TEXT_BYTES, 256 << 10);
+    inputs.push(Input {
+        name: "mcp_text",
+        kind: Kind::Mcp,
+        bytes: rbb::mcp_text(text),
+        // The one text block is cut at max_text_block_bytes.
+        budget_omitted: 1,
+        budget_len: None,
+    });
+    let items = rbb::scaled(LIST_ITEMS, 1_000);
+    inputs.push(Input {
+        name: "mcp_list",
+        kind: Kind::Mcp,
+        bytes: rbb::mcp_list(items),
+        // Every item past the 100th.
+        budget_omitted: items as u64 - 100,
+        budget_len: None,
+    });
+    let trees = rbb::scaled(DEEP_TREES, 150);
+    inputs.push(Input {
+        name: "mcp_deep",
+        kind: Kind::Mcp,
+        bytes: rbb::mcp_deep(DEEP, trees),
+        // Trees past the 100th, plus each kept tree emptied at max_depth.
+        budget_omitted: trees as u64,
+        budget_len: None,
+    });
+    inputs.push(Input {
+        name: "mcp_image",
+        kind: Kind::Mcp,
+        // Never below the ceiling, or the image would fit.
+        bytes: rbb::mcp_image(rbb::scaled(IMAGE_RAW, 96 << 10)),
+        // The image block is dropped whole.
+        budget_omitted: 1,
+        budget_len: None,
+    });
+
+    for inp in &inputs {
+        bench_input(c, inp);
+    }
+
+    // A 20 MB list budgeted to 10 items.
+    let n = rbb::scaled(SKIP_LIST_ITEMS, 1_000);
+    let list = rbb::json_list(n);
+    let lim = Limits {
+        max_list_items: 10,
+        ..Limits::UNLIMITED
+    };
+    bench_skip(c, "skip_list", &list, Engine::generic(lim), n as u64 - 10);
+    // The 20 MB text budgeted to (about) 64 KiB: only the text limits raised.
+    let text = inputs
+        .iter()
+        .find(|i| i.name == "mcp_text")
+        .map(|i| i.bytes.as_slice())
+        .unwrap_or_default();
+    let lim = McpLimits {
+        max_text_bytes: 60 << 10,
+        max_text_block_bytes: 60 << 10,
+        ..McpLimits::DEFAULT
+    };
+    bench_skip(c, "skip_text", text, Engine::mcp(lim), 1);
+}
+
+criterion_group!(benches, all);
+criterion_main!(benches);

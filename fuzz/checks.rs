@@ -1,0 +1,2100 @@
+//! The fuzz targets' input decoding and invariant checks, written once.
+//!
+//! Included with `#[path = ...] mod checks;` by every target under
+//! `fuzz/fuzz_targets/` and by `engine/tests/fuzz_regressions.rs`, so a saved
+//! crash replays through exactly the code that found it. Each `*_one(data)`
+//! function takes the raw bytes libFuzzer hands a target and panics on a broken
+//! invariant.
+//!
+//! Input layout of the structured targets (`budget`, `mcp`, `guard`): the first
+//! [`HEADER`] bytes are decoded with `arbitrary` into a config (limits, flags,
+//! split points); the rest is the document itself when the config says `raw`,
+//! else the bytes from which a document is generated (so most inputs are valid
+//! JSON of the right shape). `seed.sh` writes seeds as a header with `raw` set
+//! followed by a real document.
+//!
+//! Acceptance oracle: `serde_json` (features `arbitrary_precision`,
+//! `preserve_order`). It is strict RFC 8259 like the engine, lone surrogate
+//! escapes included (checked: `"\ud800"`, `"\udc00"`, `"\ud800\u0041"` are all
+//! refused), except for its recursion limit of 128 levels: a document serde
+//! refuses only for depth is not compared.
+//!
+//! Structure checks use [`Node`], a raw-span tree built by a small lenient
+//! parser that runs only on text serde has accepted. It keeps duplicate keys and
+//! the exact spelling of every token, which a `serde_json::Value` cannot (a
+//! duplicate key collapses to its last value), so "sub-document" is checked
+//! byte for byte, as the spec states it.
+#![allow(dead_code)]
+
+use arbitrary::{Arbitrary, Unstructured};
+use resultbudget::guard::{ArgCaps, Guard, GuardVerdict};
+use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
+use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
+use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
+use serde::Deserialize;
+use serde_json::Value;
+use std::ops::Range;
+
+/// Bytes at the start of a structured target's input that hold its config.
+pub const HEADER: usize = 64;
+
+/// Input nesting the engine accepts by default.
+const DEFAULT_NESTING: u32 = 1024;
+
+// ---------------------------------------------------------------------------
+// serde_json as the reference
+// ---------------------------------------------------------------------------
+
+/// What serde_json says about a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serde {
+    Valid,
+    Invalid,
+    /// Refused only for its 128-level recursion limit: no verdict.
+    TooDeep,
+}
+
+/// serde_json's verdict with its default recursion limit (safe on any input).
+pub fn serde_verdict(doc: &[u8]) -> Serde {
+    match serde_json::from_slice::<Value>(doc) {
+        Ok(_) => Serde::Valid,
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => Serde::TooDeep,
+        Err(_) => Serde::Invalid,
+    }
+}
+
+/// Parse with no recursion limit. Only for documents whose bracket depth is
+/// known to be small enough for the stack ([`scan_depth`] ≤ a few thousand).
+pub fn serde_unbounded(doc: &[u8]) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(doc);
+    de.disable_recursion_limit();
+    let v = Value::deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// Deepest bracket nesting outside strings (no validation: an upper bound on
+/// what any parser would recurse into before failing).
+pub fn scan_depth(doc: &[u8]) -> usize {
+    let (mut d, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in doc {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                d += 1;
+                max = max.max(d);
+            }
+            b']' | b'}' => d = d.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Whether `doc` is valid JSON (any depth up to `max_depth`, else `None`).
+fn valid_up_to(doc: &[u8], max_depth: usize) -> Option<bool> {
+    if scan_depth(doc) > max_depth {
+        return None;
+    }
+    Some(serde_unbounded(doc).is_ok())
+}
+
+/// Whether `doc` is valid JSON: serde's verdict, looked at closer (without a
+/// recursion limit) when serde stopped at its own depth limit and the document
+/// is no deeper than `max_depth`; `None` when it is deeper (a document the
+/// engine must refuse as too deep, whatever else it holds).
+pub fn reference(doc: &[u8], max_depth: usize) -> Option<bool> {
+    match serde_verdict(doc) {
+        Serde::Valid => Some(true),
+        Serde::Invalid => Some(false),
+        Serde::TooDeep => valid_up_to(doc, max_depth),
+    }
+}
+
+/// Decoded UTF-8 of a string's encoded contents (without quotes).
+pub fn decode_str(contents: &[u8]) -> String {
+    let mut q = Vec::with_capacity(contents.len() + 2);
+    q.push(b'"');
+    q.extend_from_slice(contents);
+    q.push(b'"');
+    serde_json::from_slice::<String>(&q).unwrap_or_else(|e| {
+        panic!(
+            "string contents do not decode ({e}): {:?}",
+            String::from_utf8_lossy(contents)
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------
+// A raw-span tree
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// A number or literal, as spelled.
+    Scalar,
+    /// A string; its contents are `span` without the quotes.
+    Str,
+    Arr(Vec<Node>),
+    /// Members with their keys (each key a `Str` node).
+    Obj(Vec<(Node, Node)>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The value's bytes in the document it was parsed from.
+    pub span: Range<usize>,
+    pub kind: Kind,
+}
+
+impl Node {
+    pub fn raw<'a>(&self, doc: &'a [u8]) -> &'a [u8] {
+        doc.get(self.span.clone()).unwrap_or(&[])
+    }
+
+    /// A string's encoded contents, without the quotes.
+    pub fn contents<'a>(&self, doc: &'a [u8]) -> &'a [u8] {
+        doc.get(self.span.start + 1..self.span.end - 1)
+            .unwrap_or(&[])
+    }
+
+    pub fn is_str(&self) -> bool {
+        matches!(self.kind, Kind::Str)
+    }
+
+    pub fn members(&self) -> Option<&[(Node, Node)]> {
+        match &self.kind {
+            Kind::Obj(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn items(&self) -> Option<&[Node]> {
+        match &self.kind {
+            Kind::Arr(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Values of the members whose key is exactly `key` (as encoded).
+    pub fn get_all<'n>(&'n self, doc: &[u8], key: &[u8]) -> Vec<&'n Node> {
+        self.members()
+            .unwrap_or(&[])
+            .iter()
+            .filter(|(k, _)| k.contents(doc) == key)
+            .map(|(_, v)| v)
+            .collect()
+    }
+
+    /// The last member named `key` (the one a JSON library keeps).
+    pub fn get_last<'n>(&'n self, doc: &[u8], key: &[u8]) -> Option<&'n Node> {
+        self.get_all(doc, key).pop()
+    }
+
+    /// Container depth: a scalar is 0, `[]` is 1.
+    pub fn depth(&self) -> usize {
+        match &self.kind {
+            Kind::Scalar | Kind::Str => 0,
+            Kind::Arr(items) => 1 + items.iter().map(Node::depth).max().unwrap_or(0),
+            Kind::Obj(m) => 1 + m.iter().map(|(_, v)| v.depth()).max().unwrap_or(0),
+        }
+    }
+}
+
+/// Parse a document already accepted by serde_json. Panics if it cannot
+/// (a bug in this parser, not in the engine).
+pub fn parse(doc: &[u8]) -> Node {
+    let mut p = Parser { s: doc, i: 0 };
+    let n = p.value();
+    p.ws();
+    match n {
+        Some(n) if p.i == doc.len() => n,
+        _ => panic!(
+            "checks::parse failed on a document serde accepted: {:?}",
+            String::from_utf8_lossy(doc)
+        ),
+    }
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        self.ws();
+        (self.peek() == Some(b)).then(|| self.i += 1)
+    }
+
+    fn string(&mut self) -> Option<Node> {
+        self.ws();
+        let start = self.i;
+        self.eat(b'"')?;
+        loop {
+            match self.peek()? {
+                b'\\' => self.i += 2,
+                b'"' => {
+                    self.i += 1;
+                    break;
+                }
+                _ => self.i += 1,
+            }
+        }
+        Some(Node {
+            span: start..self.i,
+            kind: Kind::Str,
+        })
+    }
+
+    fn value(&mut self) -> Option<Node> {
+        self.ws();
+        let start = self.i;
+        match self.peek()? {
+            b'"' => self.string(),
+            b'[' => {
+                self.i += 1;
+                let mut items = Vec::new();
+                if self.eat(b']').is_none() {
+                    loop {
+                        items.push(self.value()?);
+                        if self.eat(b',').is_none() {
+                            self.eat(b']')?;
+                            break;
+                        }
+                    }
+                }
+                Some(Node {
+                    span: start..self.i,
+                    kind: Kind::Arr(items),
+                })
+            }
+            b'{' => {
+                self.i += 1;
+                let mut members = Vec::new();
+                if self.eat(b'}').is_none() {
+                    loop {
+                        let k = self.string()?;
+                        self.eat(b':')?;
+                        let v = self.value()?;
+                        members.push((k, v));
+                        if self.eat(b',').is_none() {
+                            self.eat(b'}')?;
+                            break;
+                        }
+                    }
+                }
+                Some(Node {
+                    span: start..self.i,
+                    kind: Kind::Obj(members),
+                })
+            }
+            _ => {
+                while matches!(self.peek(), Some(b'0'..=b'9' | b'a'..=b'z' | b'E' | b'+' | b'-' | b'.')) {
+                    self.i += 1;
+                }
+                (self.i > start).then(|| Node {
+                    span: start..self.i,
+                    kind: Kind::Scalar,
+                })
+            }
+        }
+    }
+}
+
+/// The document without insignificant whitespace (every token as spelled).
+pub fn minify(doc: &[u8], n: &Node) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n.span.len());
+    minify_into(doc, n, &mut out);
+    out
+}
+
+fn minify_into(doc: &[u8], n: &Node, out: &mut Vec<u8>) {
+    match &n.kind {
+        Kind::Scalar | Kind::Str => out.extend_from_slice(n.raw(doc)),
+        Kind::Arr(items) => {
+            out.push(b'[');
+            for (i, it) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                minify_into(doc, it, out);
+            }
+            out.push(b']');
+        }
+        Kind::Obj(m) => {
+            out.push(b'{');
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(k.raw(doc));
+                out.push(b':');
+                minify_into(doc, v, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+fn show(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    if s.len() > 400 {
+        let mut cut = 400;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!("{}…", &s[..cut])
+    } else {
+        s.into_owned()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared invariants on budgeted values
+// ---------------------------------------------------------------------------
+
+/// `out` (in `od`) is a sub-document of `inp` (in `id`): arrays keep a prefix of
+/// items, objects a prefix of members with the same keys, strings a prefix of
+/// their encoded contents, scalars are equal. `null_ok`: the value may be a
+/// `null` standing in for a number (the top-level exception).
+pub fn check_sub(od: &[u8], out: &Node, id: &[u8], inp: &Node, null_ok: bool) {
+    let here = || {
+        format!(
+            "output {:?} is not a sub-document of input {:?}",
+            show(out.raw(od)),
+            show(inp.raw(id))
+        )
+    };
+    match (&out.kind, &inp.kind) {
+        (Kind::Scalar, Kind::Scalar) => {
+            let same = out.raw(od) == inp.raw(id);
+            let stand_in = null_ok
+                && out.raw(od) == b"null"
+                && matches!(inp.raw(id).first(), Some(b'-' | b'0'..=b'9'));
+            assert!(same || stand_in, "{}", here());
+        }
+        (Kind::Str, Kind::Str) => {
+            assert!(inp.contents(id).starts_with(out.contents(od)), "{}", here());
+        }
+        (Kind::Arr(o), Kind::Arr(i)) => {
+            assert!(o.len() <= i.len(), "{}", here());
+            for (a, b) in o.iter().zip(i) {
+                check_sub(od, a, id, b, false);
+            }
+        }
+        (Kind::Obj(o), Kind::Obj(i)) => {
+            assert!(o.len() <= i.len(), "{}", here());
+            for ((ok, ov), (ik, iv)) in o.iter().zip(i) {
+                assert_eq!(ok.raw(od), ik.raw(id), "{}", here());
+                check_sub(od, ov, id, iv, false);
+            }
+        }
+        _ => panic!("{}", here()),
+    }
+}
+
+/// Every element limit holds in `n`, a value at container level `level - 1`
+/// (pass 1 for a document: its top container is level 1).
+pub fn check_limits(doc: &[u8], n: &Node, lim: &Limits, level: u64) {
+    match &n.kind {
+        Kind::Scalar => {}
+        Kind::Str => {
+            let d = decode_str(n.contents(doc)).len() as u64;
+            assert!(
+                d <= lim.max_string_bytes,
+                "string of {d} decoded bytes > max_string_bytes {}: {:?}",
+                lim.max_string_bytes,
+                show(n.raw(doc))
+            );
+        }
+        Kind::Arr(items) => {
+            if level > lim.max_depth as u64 {
+                assert!(items.is_empty(), "array at level {level} > max_depth {} is not empty", lim.max_depth);
+            }
+            assert!(
+                items.len() as u64 <= lim.max_list_items,
+                "array of {} items > max_list_items {}",
+                items.len(),
+                lim.max_list_items
+            );
+            for it in items {
+                check_limits(doc, it, lim, level + 1);
+            }
+        }
+        Kind::Obj(m) => {
+            if level > lim.max_depth as u64 {
+                assert!(m.is_empty(), "object at level {level} > max_depth {} is not empty", lim.max_depth);
+            }
+            assert!(
+                m.len() as u64 <= lim.max_map_keys,
+                "object of {} members > max_map_keys {}",
+                m.len(),
+                lim.max_map_keys
+            );
+            for (_, v) in m {
+                check_limits(doc, v, lim, level + 1);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Chunking
+// ---------------------------------------------------------------------------
+
+/// Split `len` bytes at the given fractions (of 65536) of its length.
+pub fn split_points(len: usize, fracs: &[u16]) -> Vec<usize> {
+    let mut v: Vec<usize> = fracs
+        .iter()
+        .map(|&f| (f as usize * (len + 1)) >> 16)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// The chunks of `data` cut at `points` (sorted; empty chunks included).
+pub fn chunks<'a>(data: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
+    let mut out = Vec::with_capacity(points.len() + 1);
+    let mut at = 0;
+    for &p in points {
+        let p = p.clamp(at, data.len());
+        out.push(&data[at..p]);
+        at = p;
+    }
+    out.push(&data[at..]);
+    out
+}
+
+/// One-byte chunks.
+pub fn bytewise(data: &[u8]) -> Vec<&[u8]> {
+    data.chunks(1).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Configs decoded from the header
+// ---------------------------------------------------------------------------
+
+/// A limit drawn small, often tiny, sometimes off.
+#[derive(Debug, Clone, Copy, Arbitrary)]
+pub enum Lim {
+    Off,
+    Tiny(u8),
+    Small(u8),
+    Mid(u16),
+}
+
+impl Lim {
+    pub fn get(self) -> u64 {
+        match self {
+            Lim::Off => u64::MAX,
+            Lim::Tiny(v) => (v % 4) as u64,
+            Lim::Small(v) => v as u64,
+            Lim::Mid(v) => v as u64,
+        }
+    }
+
+    pub fn depth(self) -> u32 {
+        match self {
+            Lim::Off => u32::MAX,
+            _ => self.get() as u32,
+        }
+    }
+}
+
+/// The header of a structured target, or a default one when `data` is short.
+fn header<T: for<'a> Arbitrary<'a>>(data: &[u8]) -> (T, &[u8]) {
+    let n = data.len().min(HEADER);
+    let mut u = Unstructured::new(&data[..n]);
+    let cfg = T::arbitrary(&mut u).unwrap_or_else(|_| {
+        T::arbitrary(&mut Unstructured::new(&[])).expect("default config from no bytes")
+    });
+    (cfg, &data[n..])
+}
+
+// ---------------------------------------------------------------------------
+// Document generator
+// ---------------------------------------------------------------------------
+
+/// Writes valid JSON text driven by fuzz bytes. When the bytes run out every
+/// choice is 0, which is always a leaf, so generation ends.
+pub struct Gen<'a> {
+    pub u: Unstructured<'a>,
+    pub out: Vec<u8>,
+    /// Whitespace density (0: none).
+    pub ws: u8,
+    /// Values still allowed (bounds the size of the document).
+    pub budget: u32,
+}
+
+/// A generated document stops growing past this many bytes.
+const DOC_CAP: usize = 1 << 18;
+/// A generated string stops growing past this many bytes.
+const STR_CAP: usize = 1 << 14;
+
+/// One member of a generated object: its key and a writer for its value.
+pub type Member<'m, 'a> = (&'m str, Box<dyn FnOnce(&mut Gen<'a>) + 'm>);
+
+const KEYS: &[&str] = &[
+    "a",
+    "b",
+    "id",
+    "name",
+    "type",
+    "text",
+    "data",
+    "blob",
+    "uri",
+    "_meta",
+    "content",
+    "structuredContent",
+    "isError",
+    "resultType",
+    "result",
+    "params",
+    "arguments",
+    "limit",
+    "q",
+    "query",
+    "items",
+    "resultbudget/truncation",
+    "a/b~c",
+    "\u{e9}t\u{e9}",
+    "",
+];
+
+impl<'a> Gen<'a> {
+    pub fn new(bytes: &'a [u8], ws: u8) -> Gen<'a> {
+        Gen {
+            u: Unstructured::new(bytes),
+            out: Vec::with_capacity(bytes.len() * 4 + 64),
+            ws,
+            budget: 3000,
+        }
+    }
+
+    pub fn byte(&mut self) -> u8 {
+        u8::arbitrary(&mut self.u).unwrap_or(0)
+    }
+
+    pub fn pick(&mut self, n: u8) -> u8 {
+        if n == 0 {
+            0
+        } else {
+            self.byte() % n
+        }
+    }
+
+    pub fn u16(&mut self) -> u16 {
+        u16::arbitrary(&mut self.u).unwrap_or(0)
+    }
+
+    pub fn flag(&mut self) -> bool {
+        self.byte() & 1 == 1
+    }
+
+    pub fn put(&mut self, s: &[u8]) {
+        self.out.extend_from_slice(s);
+    }
+
+    /// Maybe some insignificant whitespace.
+    pub fn sp(&mut self) {
+        if self.ws == 0 {
+            return;
+        }
+        let b = self.byte();
+        if b < self.ws {
+            let s: &[u8] = match b % 5 {
+                0 => b" ",
+                1 => b"\n",
+                2 => b"\t",
+                3 => b"\r\n  ",
+                _ => b"  ",
+            };
+            self.put(s);
+        }
+    }
+
+    /// One unit of string contents, as encoded.
+    pub fn unit(&mut self) {
+        match self.pick(24) {
+            0..=7 => {
+                let c = b'a' + self.pick(26);
+                self.out.push(c);
+            }
+            8 => self.put(b" "),
+            9 => {
+                let e: &[u8] = match self.pick(8) {
+                    0 => b"\\n",
+                    1 => b"\\\"",
+                    2 => b"\\\\",
+                    3 => b"\\/",
+                    4 => b"\\b",
+                    5 => b"\\f",
+                    6 => b"\\r",
+                    _ => b"\\t",
+                };
+                self.put(e);
+            }
+            10 => {
+                let v = self.pick(0x20);
+                self.put(format!("\\u00{v:02x}").as_bytes());
+            }
+            11 | 12 => {
+                // A BMP escape (never a surrogate), upper or lower case hex.
+                let mut v = self.u16() as u32;
+                if (0xD800..0xE000).contains(&v) {
+                    v -= 0x800;
+                }
+                let s = if self.flag() {
+                    format!("\\u{v:04X}")
+                } else {
+                    format!("\\u{v:04x}")
+                };
+                self.put(s.as_bytes());
+            }
+            13 | 14 => {
+                // An escaped surrogate pair.
+                let hi = 0xD800 + (self.u16() as u32 & 0x3FF);
+                let lo = 0xDC00 + (self.u16() as u32 & 0x3FF);
+                let s = if self.flag() {
+                    format!("\\u{hi:04X}\\u{lo:04X}")
+                } else {
+                    format!("\\u{hi:04x}\\u{lo:04x}")
+                };
+                self.put(s.as_bytes());
+            }
+            15 => self.put("é".as_bytes()),
+            16 => self.put("€".as_bytes()),
+            17 => self.put("😀".as_bytes()),
+            18 => {
+                // Any scalar value, raw UTF-8.
+                let v = ((self.byte() as u32) << 16 | self.u16() as u32) % 0x11_0000;
+                let c = char::from_u32(v).unwrap_or('\u{fffd}');
+                if c >= ' ' && c != '"' && c != '\\' {
+                    let mut b = [0u8; 4];
+                    self.put(c.encode_utf8(&mut b).as_bytes());
+                } else {
+                    self.put(b"x");
+                }
+            }
+            19 => {
+                // A run, to reach the limits cheaply.
+                let n = (self.u16() % 2048) as usize;
+                let c = b'A' + self.pick(26);
+                self.out.extend(std::iter::repeat(c).take(n));
+            }
+            20 => {
+                let n = (self.byte() % 64) as usize;
+                for _ in 0..n {
+                    self.put("é".as_bytes());
+                }
+            }
+            21 => {
+                let n = (self.byte() % 32) as usize;
+                for _ in 0..n {
+                    self.put(b"\\ud83d\\ude00");
+                }
+            }
+            22 => {
+                let n = (self.byte() % 32) as usize;
+                for _ in 0..n {
+                    self.put(b"\\n");
+                }
+            }
+            _ => self.put(b"0"),
+        }
+    }
+
+    /// A string of `n` units (with its quotes).
+    pub fn string_of(&mut self, n: usize) {
+        self.out.push(b'"');
+        let start = self.out.len();
+        for _ in 0..n {
+            if self.out.len() - start > STR_CAP || self.out.len() > DOC_CAP {
+                break;
+            }
+            self.unit();
+        }
+        self.out.push(b'"');
+    }
+
+    pub fn string(&mut self) {
+        let n = match self.pick(8) {
+            0 => 0,
+            1..=4 => self.pick(8) as usize,
+            5 | 6 => self.pick(64) as usize,
+            _ => self.byte() as usize * 2,
+        };
+        self.string_of(n);
+    }
+
+    pub fn key(&mut self) {
+        if self.flag() {
+            let k = KEYS[self.pick(KEYS.len() as u8) as usize];
+            self.out.push(b'"');
+            self.put(k.as_bytes());
+            self.out.push(b'"');
+        } else {
+            let n = match self.pick(8) {
+                0..=5 => self.pick(6) as usize,
+                6 => self.pick(64) as usize,
+                _ => self.byte() as usize,
+            };
+            self.string_of(n);
+        }
+    }
+
+    pub fn number(&mut self) {
+        let s: String = match self.pick(12) {
+            0 => "0".into(),
+            1 => "-0".into(),
+            2 => format!("{}", self.byte()),
+            3 => format!("-{}", self.u16()),
+            4 => format!("{}.{}", self.byte(), self.u16()),
+            5 => format!("{}e{}", self.byte() % 10, self.byte()),
+            6 => format!("-{}.{}E-{}", self.byte() % 10, self.byte(), self.byte()),
+            7 => format!("1E+{}", self.u16()),
+            8 => {
+                let n = 1 + (self.byte() % 40) as usize;
+                let mut s = String::from("9");
+                for _ in 1..n {
+                    s.push(char::from(b'0' + self.pick(10)));
+                }
+                s
+            }
+            9 => format!("{}", u64::arbitrary(&mut self.u).unwrap_or(0)),
+            10 => "0.0".into(),
+            _ => format!("{}", self.byte() as u32 * 1000 + 1),
+        };
+        self.put(s.as_bytes());
+    }
+
+    pub fn scalar(&mut self) {
+        match self.pick(8) {
+            0 => self.put(b"null"),
+            1 => self.put(b"true"),
+            2 => self.put(b"false"),
+            3..=5 => self.string(),
+            _ => self.number(),
+        }
+    }
+
+    pub fn array_of(&mut self, n: usize, depth: u32) {
+        self.out.push(b'[');
+        self.sp();
+        for i in 0..n {
+            if i > 0 {
+                self.out.push(b',');
+                self.sp();
+            }
+            self.value(depth + 1);
+            self.sp();
+        }
+        self.out.push(b']');
+    }
+
+    pub fn object_of(&mut self, n: usize, depth: u32) {
+        self.out.push(b'{');
+        self.sp();
+        for i in 0..n {
+            if i > 0 {
+                self.out.push(b',');
+                self.sp();
+            }
+            self.key();
+            self.sp();
+            self.out.push(b':');
+            self.sp();
+            self.value(depth + 1);
+            self.sp();
+        }
+        self.out.push(b'}');
+    }
+
+    fn width(&mut self) -> usize {
+        match self.pick(8) {
+            0 => 0,
+            1..=5 => self.pick(5) as usize,
+            6 => self.pick(16) as usize,
+            _ => self.pick(100) as usize,
+        }
+    }
+
+    /// Any value; `depth` is the nesting so far.
+    pub fn value(&mut self, depth: u32) {
+        if self.budget == 0 || depth > 40 || self.out.len() > DOC_CAP {
+            self.scalar();
+            return;
+        }
+        self.budget -= 1;
+        match self.pick(16) {
+            0..=6 => self.scalar(),
+            7..=9 => {
+                let n = self.width();
+                self.array_of(n, depth);
+            }
+            10..=13 => {
+                let n = self.width();
+                self.object_of(n, depth);
+            }
+            14 => {
+                // A deep chain of containers around a value.
+                let d = match self.pick(4) {
+                    0 => self.pick(20) as usize,
+                    1 => 120 + self.pick(16) as usize,
+                    _ => self.byte() as usize + self.byte() as usize,
+                };
+                let objs: Vec<bool> = (0..d).map(|_| self.flag()).collect();
+                for &o in &objs {
+                    self.put(if o { b"{\"k\":" } else { b"[" });
+                }
+                self.value(depth + 40);
+                for &o in objs.iter().rev() {
+                    self.put(if o { b"}" } else { b"]" });
+                }
+            }
+            _ => {
+                // A long list of small items.
+                let n = self.byte() as usize * 2;
+                self.out.push(b'[');
+                for i in 0..n {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    let v = self.pick(3);
+                    self.put(match v {
+                        0 => b"1".as_slice(),
+                        1 => b"\"s\"",
+                        _ => b"{}",
+                    });
+                }
+                self.out.push(b']');
+            }
+        }
+    }
+
+    /// An object from member writers, in the order given, with whitespace.
+    pub fn members(&mut self, members: Vec<Member<'_, 'a>>) {
+        self.out.push(b'{');
+        self.sp();
+        for (i, (k, f)) in members.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+                self.sp();
+            }
+            self.out.push(b'"');
+            self.put(k.as_bytes());
+            self.out.push(b'"');
+            self.sp();
+            self.out.push(b':');
+            self.sp();
+            f(self);
+            self.sp();
+        }
+        self.out.push(b'}');
+    }
+
+    /// Shuffle `v` with fuzz bytes.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.byte() as usize % (i + 1);
+            v.swap(i, j);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Target: tokenizer
+// ---------------------------------------------------------------------------
+
+/// What the tokenizer saw, independent of chunking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ev {
+    BeginObject,
+    EndObject,
+    BeginArray,
+    EndArray,
+    /// A string's encoded contents, its decoded length and characters, and for
+    /// a key its capped decoded prefix and overflow flag.
+    Str {
+        key: bool,
+        enc: Vec<u8>,
+        dec_len: u64,
+        chars: u64,
+        key_prefix: Vec<u8>,
+        key_over: bool,
+    },
+    Num(Vec<u8>),
+    Lit(Lit),
+}
+
+/// Run the tokenizer over `chunks`; the events, or the first error.
+pub fn tokenize(chunks: &[&[u8]]) -> Result<Vec<Ev>, Error> {
+    let mut lex = Tokenizer::default();
+    let mut evs = Vec::new();
+    let mut s: Vec<u8> = Vec::new();
+    let mut num: Vec<u8> = Vec::new();
+    let mut in_num = false;
+    let mut on = |tok: Tok, chunk: &[u8], lex: &Tokenizer, evs: &mut Vec<Ev>| match tok {
+        Tok::BeginObject => evs.push(Ev::BeginObject),
+        Tok::EndObject => evs.push(Ev::EndObject),
+        Tok::BeginArray => evs.push(Ev::BeginArray),
+        Tok::EndArray => evs.push(Ev::EndArray),
+        Tok::StrBegin { .. } => s.clear(),
+        Tok::StrSpan(a, b) => s.extend_from_slice(&chunk[a..b]),
+        Tok::StrHeld => s.extend_from_slice(lex.held()),
+        Tok::StrEnd => {
+            let key = lex.after_key();
+            evs.push(Ev::Str {
+                key,
+                enc: std::mem::take(&mut s),
+                dec_len: lex.string_decoded_len(),
+                chars: lex.string_chars(),
+                key_prefix: if key { lex.key().to_vec() } else { Vec::new() },
+                key_over: key && lex.key_overflowed(),
+            });
+        }
+        Tok::NumSpan(a, b) => {
+            in_num = true;
+            num.extend_from_slice(&chunk[a..b]);
+        }
+        Tok::NumEnd => {
+            assert!(in_num, "NumEnd without NumSpan");
+            in_num = false;
+            evs.push(Ev::Num(std::mem::take(&mut num)));
+        }
+        Tok::Lit(l) => evs.push(Ev::Lit(l)),
+        Tok::Skipped(_) => panic!("Skipped without a skip"),
+        Tok::NeedMore | Tok::Eof => {}
+    };
+    for chunk in chunks {
+        let mut pos = 0;
+        loop {
+            let tok = lex.next(chunk, &mut pos)?;
+            if tok == Tok::NeedMore {
+                break;
+            }
+            assert!(pos <= chunk.len(), "pos {pos} past the chunk");
+            on(tok, chunk, &lex, &mut evs);
+        }
+    }
+    loop {
+        let tok = lex.next_eof()?;
+        if tok == Tok::Eof {
+            break;
+        }
+        on(tok, &[], &lex, &mut evs);
+    }
+    Ok(evs)
+}
+
+/// The JSON text the events stand for, without whitespace.
+pub fn render(evs: &[Ev]) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Per open container: values written so far.
+    let mut stack: Vec<u64> = Vec::new();
+    let mut after_key = false;
+    for ev in evs {
+        let closing = matches!(ev, Ev::EndObject | Ev::EndArray);
+        if !closing && !after_key {
+            if let Some(n) = stack.last_mut() {
+                if *n > 0 {
+                    out.push(b',');
+                }
+                *n += 1;
+            }
+        }
+        after_key = false;
+        match ev {
+            Ev::BeginObject => {
+                out.push(b'{');
+                stack.push(0);
+            }
+            Ev::BeginArray => {
+                out.push(b'[');
+                stack.push(0);
+            }
+            Ev::EndObject => {
+                out.push(b'}');
+                stack.pop();
+            }
+            Ev::EndArray => {
+                out.push(b']');
+                stack.pop();
+            }
+            Ev::Str { key, enc, .. } => {
+                out.push(b'"');
+                out.extend_from_slice(enc);
+                out.push(b'"');
+                if *key {
+                    out.push(b':');
+                    after_key = true;
+                }
+            }
+            Ev::Num(n) => out.extend_from_slice(n),
+            Ev::Lit(l) => out.extend_from_slice(l.text()),
+        }
+    }
+    out
+}
+
+/// `tokenizer` target: raw bytes, whole, split in two at a position derived
+/// from the data, and (when short) byte by byte; differential against serde.
+pub fn tokenizer_one(data: &[u8]) {
+    let whole = tokenize(&[data]);
+    let at = match (data.first(), data.last()) {
+        (Some(&a), Some(&b)) => (a as usize * 256 + b as usize) % (data.len() + 1),
+        _ => 0,
+    };
+    let split = tokenize(&chunks(data, &[at]));
+    assert_eq!(whole, split, "split at {at} differs from whole");
+    if data.len() <= 256 {
+        assert_eq!(whole, tokenize(&bytewise(data)), "1-byte chunks differ from whole");
+    }
+    match reference(data, DEFAULT_NESTING as usize) {
+        None => assert!(whole.is_err(), "engine accepted nesting over its limit"),
+        Some(true) => {
+            let evs = match &whole {
+                Ok(evs) => evs,
+                Err(e) => panic!("engine refused ({e}) what serde accepts"),
+            };
+            let tree = parse(data);
+            assert_eq!(
+                render(evs),
+                minify(data, &tree),
+                "tokens do not spell the input"
+            );
+            for ev in evs {
+                if let Ev::Str {
+                    key,
+                    enc,
+                    dec_len,
+                    chars,
+                    key_prefix,
+                    key_over,
+                } = ev
+                {
+                    let s = decode_str(enc);
+                    assert_eq!(*dec_len, s.len() as u64, "decoded length of {:?}", show(enc));
+                    assert_eq!(*chars, s.chars().count() as u64, "characters of {:?}", show(enc));
+                    if *key {
+                        let n = s.len().min(resultbudget::tokenizer::KEY_CAP);
+                        assert_eq!(key_prefix.as_slice(), &s.as_bytes()[..n], "key prefix");
+                        assert_eq!(*key_over, s.len() > resultbudget::tokenizer::KEY_CAP);
+                    }
+                }
+            }
+        }
+        Some(false) => assert!(whole.is_err(), "engine accepted what serde refuses"),
+    }
+    if let Err(e) = &whole {
+        assert!(e.offset() <= data.len() as u64, "error offset past the input: {e}");
+        if e.kind() == ErrorKind::UnexpectedEnd {
+            assert_eq!(e.offset(), data.len() as u64, "UnexpectedEnd not at the end");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Target: budget
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Arbitrary)]
+pub struct BudgetCfg {
+    pub raw: bool,
+    pub list: Lim,
+    pub map: Lim,
+    pub string: Lim,
+    pub depth: Lim,
+    pub result: Lim,
+    /// Some(n): max_nesting 1 + n % 40; None: the default.
+    pub nesting: Option<u8>,
+    pub nsplits: u8,
+    pub splits: [u16; 4],
+    pub ws: u8,
+}
+
+impl BudgetCfg {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_list_items: self.list.get(),
+            max_map_keys: self.map.get(),
+            max_string_bytes: self.string.get(),
+            max_depth: self.depth.depth(),
+            max_result_bytes: self.result.get().max(resultbudget::limits::MIN_RESULT_BYTES),
+            max_nesting: self.nesting.map_or(DEFAULT_NESTING, |n| 1 + (n % 40) as u32),
+        }
+    }
+}
+
+/// The document of a structured input: the body itself, or generated from it.
+fn budget_doc(cfg: &BudgetCfg, body: &[u8]) -> Vec<u8> {
+    if cfg.raw {
+        return body.to_vec();
+    }
+    let mut g = Gen::new(body, cfg.ws % 64);
+    g.sp();
+    g.value(0);
+    g.sp();
+    g.out
+}
+
+pub type BudgetRun = (Result<Record, Error>, Vec<u8>);
+
+pub fn run_budget(lim: Limits, chunks: &[&[u8]]) -> BudgetRun {
+    let mut b = Budget::new(lim).expect("limits are valid");
+    let mut out = Vec::new();
+    for c in chunks {
+        if let Err(e) = b.feed(c, &mut out) {
+            return (Err(e), out);
+        }
+    }
+    let r = b.finish(&mut out).cloned();
+    (r, out)
+}
+
+/// Offset of the first bracket deeper than `max` in a valid document.
+fn too_deep_offset(doc: &[u8], n: &Node, level: u32, max: u32) -> Option<usize> {
+    let kids: Vec<&Node> = match &n.kind {
+        Kind::Arr(items) => items.iter().collect(),
+        Kind::Obj(m) => m.iter().map(|(_, v)| v).collect(),
+        _ => return None,
+    };
+    if level > max {
+        return Some(n.span.start);
+    }
+    kids.into_iter()
+        .find_map(|k| too_deep_offset(doc, k, level + 1, max))
+}
+
+pub fn budget_one(data: &[u8]) {
+    let (cfg, body): (BudgetCfg, _) = header(data);
+    let doc = budget_doc(&cfg, body);
+    let lim = cfg.limits();
+    let n = (cfg.nsplits % 5) as usize;
+    let points = split_points(doc.len(), &cfg.splits[..n]);
+    let whole = run_budget(lim, &[&doc]);
+    let split = run_budget(lim, &chunks(&doc, &points));
+    match (&whole.0, &split.0) {
+        (Ok(_), Ok(_)) => assert!(
+            whole == split,
+            "split at {points:?} differs from whole:\n{:?}\n{:?}",
+            show(&whole.1),
+            show(&split.1)
+        ),
+        _ => assert_eq!(whole.0, split.0, "split at {points:?}: verdicts differ"),
+    }
+    if doc.len() <= 128 {
+        let bytes = run_budget(lim, &bytewise(&doc));
+        match &whole.0 {
+            Ok(_) => assert!(whole == bytes, "1-byte chunks differ from whole"),
+            Err(_) => assert_eq!(whole.0, bytes.0, "1-byte chunks: verdicts differ"),
+        }
+    }
+    check_budget(&doc, lim, &whole);
+}
+
+/// Every invariant of one budget run over the document `doc`.
+pub fn check_budget(doc: &[u8], lim: Limits, run: &BudgetRun) {
+    let (res, out) = run;
+    let nesting = lim.max_nesting as usize;
+    let Some(valid) = reference(doc, DEFAULT_NESTING as usize) else {
+        assert!(res.is_err(), "engine accepted a document deeper than max_nesting");
+        return;
+    };
+    let rec = match res {
+        Err(e) => {
+            assert!(e.offset() <= doc.len() as u64, "error offset past the input: {e}");
+            if valid {
+                let tree = parse(doc);
+                assert_eq!(
+                    e.kind(),
+                    ErrorKind::TooDeep,
+                    "engine refused ({e}) a valid document"
+                );
+                let at = too_deep_offset(doc, &tree, 1, lim.max_nesting);
+                assert_eq!(at.map(|a| a as u64), Some(e.offset()), "TooDeep offset");
+            }
+            return;
+        }
+        Ok(rec) => rec,
+    };
+    assert!(valid, "engine accepted an invalid document");
+    let tree = parse(doc);
+    assert!(tree.depth() <= nesting, "accepted nesting deeper than max_nesting");
+    let outv = serde_unbounded(out);
+    assert!(
+        outv.is_ok(),
+        "output is not valid JSON ({:?}): {:?}",
+        outv.err(),
+        show(out)
+    );
+    assert!(
+        out.len() as u64 <= lim.max_result_bytes,
+        "output of {} bytes > max_result_bytes {}",
+        out.len(),
+        lim.max_result_bytes
+    );
+    let otree = parse(out);
+    check_sub(out, &otree, doc, &tree, true);
+    check_limits(out, &otree, &lim, 1);
+    let same = *out == minify(doc, &tree);
+    assert_eq!(
+        rec.omitted_count() == 0,
+        same,
+        "omitted_count {} but output {} the minified input",
+        rec.omitted_count(),
+        if same { "equals" } else { "differs from" }
+    );
+    assert_eq!(rec.truncated(), rec.omitted_count() > 0);
+    assert_eq!(rec.budget_kind().is_some(), rec.truncated());
+    let rj = serde_json::from_slice::<Value>(&rec.to_json()).expect("record JSON is valid");
+    assert_eq!(rj["omitted_count"].to_string(), rec.omitted_count().to_string());
+}
+
+// ---------------------------------------------------------------------------
+// Target: mcp
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Arbitrary)]
+pub struct McpCfg {
+    pub raw: bool,
+    /// None: no ceiling; Some(n): 1024 + n.
+    pub result: Option<u16>,
+    pub text: Lim,
+    pub block: Lim,
+    pub blocks: Lim,
+    pub list: Lim,
+    pub map: Lim,
+    pub string: Lim,
+    pub depth: Lim,
+    pub structured: Lim,
+    /// Pass the message through instead of projecting it.
+    pub pass: bool,
+    pub typed: bool,
+    pub read_only: bool,
+    pub modern: bool,
+    /// Tool name: None, or this many name characters (0..=128).
+    pub tool: Option<u8>,
+    pub request_id: Option<u16>,
+    pub nsplits: u8,
+    pub splits: [u16; 4],
+    pub ws: u8,
+}
+
+impl McpCfg {
+    pub fn limits(&self) -> McpLimits {
+        McpLimits {
+            max_result_bytes: self
+                .result
+                .map_or(u64::MAX, |n| resultbudget::mcp::MIN_MCP_RESULT_BYTES + n as u64 % 8192),
+            max_text_bytes: self.text.get(),
+            max_text_block_bytes: self.block.get(),
+            max_content_blocks: self.blocks.get(),
+            max_list_items: self.list.get(),
+            max_map_keys: self.map.get(),
+            max_string_bytes: self.string.get(),
+            max_depth: self.depth.depth(),
+            max_structured_bytes: self.structured.get(),
+            max_nesting: DEFAULT_NESTING,
+        }
+    }
+
+    pub fn treat(&self) -> Treat {
+        if self.pass {
+            return Treat::Pass;
+        }
+        const NAME: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.";
+        Treat::ToolResult(CallInfo {
+            tool: self.tool.map(|n| {
+                (0..(n % 129) as usize)
+                    .map(|i| NAME[(i * 7 + n as usize) % NAME.len()] as char)
+                    .collect()
+            }),
+            typed: self.typed,
+            read_only: self.read_only,
+            request_id: self.request_id.map(|v| {
+                if v % 2 == 0 {
+                    v.to_string().into_bytes()
+                } else {
+                    format!("\"req-{v}\"").into_bytes()
+                }
+            }),
+            modern: self.modern,
+        })
+    }
+}
+
+/// A base64-looking payload.
+fn b64(g: &mut Gen) {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let n = match g.pick(4) {
+        0 => g.pick(16) as usize,
+        1 | 2 => g.pick(200) as usize,
+        _ => (g.u16() % 6000) as usize,
+    };
+    let seed = g.byte() as usize;
+    g.out.push(b'"');
+    for i in 0..n {
+        g.out.push(A[(i * 31 + seed) % 64]);
+    }
+    g.put(&b"=="[..(seed % 3).min(2)]);
+    g.out.push(b'"');
+}
+
+/// One content block.
+fn block<'a>(g: &mut Gen<'a>) {
+    let kind = g.pick(8);
+    let mut m: Vec<Member<'_, 'a>> = Vec::new();
+    match kind {
+        0..=3 => {
+            m.push(("type", Box::new(|g: &mut Gen| g.put(b"\"text\""))));
+            m.push((
+                "text",
+                Box::new(|g: &mut Gen| {
+                    if g.pick(16) == 0 {
+                        g.value(3)
+                    } else {
+                        let n = match g.pick(4) {
+                            0 => g.pick(8) as usize,
+                            1 | 2 => g.pick(64) as usize,
+                            _ => g.byte() as usize * 4,
+                        };
+                        g.string_of(n)
+                    }
+                }),
+            ));
+        }
+        4 | 5 => {
+            let t: &'static [u8] = if kind == 4 { b"\"image\"" } else { b"\"audio\"" };
+            m.push(("type", Box::new(move |g: &mut Gen| g.put(t))));
+            m.push(("data", Box::new(b64)));
+            m.push(("mimeType", Box::new(|g: &mut Gen| g.put(b"\"image/png\""))));
+        }
+        6 => {
+            m.push(("type", Box::new(|g: &mut Gen| g.put(b"\"resource\""))));
+            m.push((
+                "resource",
+                Box::new(|g: &mut Gen| {
+                    let blob = g.flag();
+                    let mut r: Vec<Member<'_, 'a>> = vec![
+                        ("uri", Box::new(|g: &mut Gen| g.put(b"\"file:///a.txt\""))),
+                        ("mimeType", Box::new(|g: &mut Gen| g.put(b"\"text/plain\""))),
+                    ];
+                    if blob {
+                        r.push(("blob", Box::new(b64)));
+                    } else {
+                        r.push((
+                            "text",
+                            Box::new(|g: &mut Gen| {
+                                let n = g.byte() as usize * 2;
+                                g.string_of(n)
+                            }),
+                        ));
+                    }
+                    if g.pick(4) == 0 {
+                        r.push(("_meta", Box::new(|g: &mut Gen| g.value(3))));
+                    }
+                    g.shuffle(&mut r);
+                    g.members(r);
+                }),
+            ));
+        }
+        _ => {
+            m.push(("type", Box::new(|g: &mut Gen| g.put(b"\"resource_link\""))));
+            m.push(("uri", Box::new(|g: &mut Gen| g.put(b"\"file:///b\""))));
+            m.push(("name", Box::new(|g: &mut Gen| g.string())));
+        }
+    }
+    if g.pick(4) == 0 {
+        m.push(("annotations", Box::new(|g: &mut Gen| g.value(3))));
+    }
+    if g.pick(4) == 0 {
+        m.push(("_meta", Box::new(|g: &mut Gen| g.value(3))));
+    }
+    if g.pick(8) == 0 {
+        m.push(("extra", Box::new(|g: &mut Gen| g.value(3))));
+    }
+    g.shuffle(&mut m);
+    g.members(m);
+}
+
+/// A tools/call response.
+fn mcp_doc<'a>(cfg: &McpCfg, body: &'a [u8]) -> Vec<u8> {
+    if cfg.raw {
+        return body.to_vec();
+    }
+    let mut g = Gen::new(body, cfg.ws % 32);
+    g.budget = 400;
+    let mut env: Vec<Member<'_, 'a>> = vec![
+        ("jsonrpc", Box::new(|g: &mut Gen| g.put(b"\"2.0\""))),
+        (
+            "id",
+            Box::new(|g: &mut Gen| match g.pick(4) {
+                0 => g.put(b"\"abc\""),
+                1 => g.put(b"null"),
+                _ => g.number(),
+            }),
+        ),
+        (
+            "result",
+            Box::new(|g: &mut Gen| {
+                if g.pick(32) == 0 {
+                    // Not an object: no CallToolResult at all.
+                    g.value(1);
+                    return;
+                }
+                let mut r: Vec<Member<'_, 'a>> = Vec::new();
+                if g.pick(8) != 0 {
+                    r.push((
+                        "content",
+                        Box::new(|g: &mut Gen| {
+                            if g.pick(32) == 0 {
+                                g.value(2);
+                                return;
+                            }
+                            let n = match g.pick(4) {
+                                0 => 0,
+                                1 | 2 => 1 + g.pick(4) as usize,
+                                _ => g.pick(60) as usize,
+                            };
+                            g.out.push(b'[');
+                            for i in 0..n {
+                                if i > 0 {
+                                    g.out.push(b',');
+                                }
+                                g.sp();
+                                if g.pick(32) == 0 {
+                                    g.value(3);
+                                } else {
+                                    block(g);
+                                }
+                            }
+                            g.out.push(b']');
+                        }),
+                    ));
+                }
+                if g.pick(3) == 0 {
+                    r.push(("structuredContent", Box::new(|g: &mut Gen| g.value(1))));
+                }
+                if g.pick(3) == 0 {
+                    r.push((
+                        "isError",
+                        Box::new(|g: &mut Gen| match g.pick(8) {
+                            0 => g.value(2),
+                            1..=3 => g.put(b"true"),
+                            _ => g.put(b"false"),
+                        }),
+                    ));
+                }
+                if g.pick(3) == 0 {
+                    r.push((
+                        "_meta",
+                        Box::new(|g: &mut Gen| {
+                            if g.pick(16) == 0 {
+                                g.value(2);
+                                return;
+                            }
+                            let n = g.pick(4) as usize;
+                            let mut m: Vec<Member<'_, 'a>> = Vec::new();
+                            for i in 0..n {
+                                let k = ["progressToken", "x/y", "a", "b"][i % 4];
+                                m.push((k, Box::new(|g: &mut Gen| g.value(3))));
+                            }
+                            if g.pick(8) == 0 {
+                                m.push((RECORD_KEY, Box::new(|g: &mut Gen| g.value(3))));
+                            }
+                            g.shuffle(&mut m);
+                            g.members(m);
+                        }),
+                    ));
+                }
+                if g.pick(4) == 0 {
+                    r.push((
+                        "resultType",
+                        Box::new(|g: &mut Gen| {
+                            if g.flag() {
+                                g.put(b"\"complete\"")
+                            } else {
+                                g.string()
+                            }
+                        }),
+                    ));
+                }
+                for _ in 0..g.pick(3) {
+                    let k = ["debugDump", "nextCursor", "task", "requestState", "x"][g.pick(5) as usize];
+                    r.push((k, Box::new(|g: &mut Gen| g.value(2))));
+                }
+                g.shuffle(&mut r);
+                g.members(r);
+            }),
+        ),
+    ];
+    if g.pick(8) == 0 {
+        env.push(("extra", Box::new(|g: &mut Gen| g.value(1))));
+    }
+    g.shuffle(&mut env);
+    g.sp();
+    g.members(env);
+    g.sp();
+    g.out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpRun {
+    pub res: Result<Record, Error>,
+    pub out: Vec<u8>,
+    pub typed_failed: bool,
+    pub original_bytes: u64,
+}
+
+pub fn run_mcp(lim: McpLimits, treat: &Treat, chunks: &[&[u8]]) -> McpRun {
+    let mut p = Projector::new(lim).expect("limits are valid");
+    p.begin(treat.clone());
+    let mut out = Vec::new();
+    for c in chunks {
+        if let Err(e) = p.feed(c, &mut out) {
+            return McpRun {
+                res: Err(e),
+                out,
+                typed_failed: p.typed_failed(),
+                original_bytes: 0,
+            };
+        }
+    }
+    let res = p.finish(&mut out).cloned();
+    McpRun {
+        res,
+        out,
+        typed_failed: p.typed_failed(),
+        original_bytes: p.original_bytes(),
+    }
+}
+
+pub fn mcp_one(data: &[u8]) {
+    let (cfg, body): (McpCfg, _) = header(data);
+    let doc = mcp_doc(&cfg, body);
+    let lim = cfg.limits();
+    let treat = cfg.treat();
+    let n = (cfg.nsplits % 5) as usize;
+    let points = split_points(doc.len(), &cfg.splits[..n]);
+    let whole = run_mcp(lim, &treat, &[&doc]);
+    let split = run_mcp(lim, &treat, &chunks(&doc, &points));
+    match (&whole.res, &split.res) {
+        (Ok(_), Ok(_)) => assert!(
+            whole == split,
+            "split at {points:?} differs from whole:\n{:?}\n{:?}",
+            show(&whole.out),
+            show(&split.out)
+        ),
+        _ => assert_eq!(whole.res, split.res, "split at {points:?}: verdicts differ"),
+    }
+    check_mcp(&doc, lim, &treat, &whole);
+}
+
+const STANDARD_FIELDS: &[&[u8]] = &[
+    b"content",
+    b"structuredContent",
+    b"isError",
+    b"_meta",
+    b"resultType",
+    b"inputRequests",
+    b"requestState",
+    b"task",
+];
+
+/// Every invariant of one projection of the message `doc`.
+pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
+    let Some(valid) = reference(doc, DEFAULT_NESTING as usize) else {
+        assert!(run.res.is_err(), "engine accepted a document deeper than max_nesting");
+        return;
+    };
+    let rec = match &run.res {
+        Err(e) => {
+            if valid {
+                assert_eq!(e.kind(), ErrorKind::TooDeep, "engine refused ({e}) a valid message");
+            }
+            return;
+        }
+        Ok(r) => r,
+    };
+    assert!(valid, "engine accepted an invalid message");
+    let out = &run.out;
+    let tree = parse(doc);
+    if let Err(e) = serde_unbounded(out) {
+        panic!("output is not valid JSON ({e}): {:?}", show(out));
+    }
+    let otree = parse(out);
+    let info = match treat {
+        Treat::Pass => {
+            assert_eq!(*out, minify(doc, &tree), "a passed message changed");
+            return;
+        }
+        Treat::ToolResult(c) => c,
+    };
+    if !rec.truncated() {
+        assert!(
+            *out == minify(doc, &tree),
+            "nothing recorded as cut, yet the output differs from the minified input: {:?}",
+            show(out)
+        );
+    }
+    let (Some(im), Some(om)) = (tree.members(), otree.members()) else {
+        return;
+    };
+    // The envelope: same members in the same order, every one but `result` unchanged.
+    assert_eq!(im.len(), om.len(), "envelope members were added or dropped");
+    let single = tree.get_all(doc, b"result").len() == 1;
+    for ((ik, iv), (ok, ov)) in im.iter().zip(om) {
+        assert_eq!(ik.raw(doc), ok.raw(out), "envelope keys differ");
+        if ik.contents(doc) == b"result" {
+            check_result(doc, iv, out, ov, &lim, info, single.then_some(rec), run);
+        } else {
+            assert_eq!(minify(doc, iv), ov.raw(out), "envelope member changed");
+        }
+    }
+}
+
+/// Decoded bytes of a text member, if it is a string.
+fn text_len(doc: &[u8], n: Option<&Node>) -> u64 {
+    match n {
+        Some(s) if s.is_str() => decode_str(s.contents(doc)).len() as u64,
+        _ => 0,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_result(
+    doc: &[u8],
+    ir: &Node,
+    out: &[u8],
+    or: &Node,
+    lim: &McpLimits,
+    info: &CallInfo,
+    // The message's record, when this is its only result.
+    rec: Option<&Record>,
+    run: &McpRun,
+) {
+    let size = or.span.len() as u64;
+    assert!(
+        size <= lim.max_result_bytes,
+        "result of {size} bytes > max_result_bytes {}: {:?}",
+        lim.max_result_bytes,
+        show(or.raw(out))
+    );
+    let (Some(_), Some(om)) = (ir.members(), or.members()) else {
+        return;
+    };
+    for (k, _) in om {
+        assert!(
+            STANDARD_FIELDS.contains(&k.contents(out)),
+            "non-standard result field {:?} kept",
+            show(k.raw(out))
+        );
+    }
+    let in_metas = ir.get_all(doc, b"_meta").len();
+    let out_metas = or.get_all(out, b"_meta");
+    assert!(
+        out_metas.len() <= in_metas.max(1),
+        "{} _meta members in the result (input had {in_metas})",
+        out_metas.len()
+    );
+    // The record: present exactly when something was cut, and it tells the truth.
+    let records: Vec<&Node> = out_metas
+        .iter()
+        .flat_map(|m| m.get_all(out, RECORD_KEY.as_bytes()))
+        .collect();
+    match rec {
+        Some(rec) if rec.truncated() => {
+        assert_eq!(records.len(), 1, "{} truncation records in the result", records.len());
+        let r: Value =
+            serde_json::from_slice(records[0].raw(out)).expect("the record is valid JSON");
+        assert_eq!(r["truncated"], Value::Bool(true));
+        assert_eq!(r["omitted_count"].to_string(), rec.omitted_count().to_string());
+        assert_eq!(r["original_bytes"].to_string(), run.original_bytes.to_string());
+        assert_eq!(run.original_bytes, ir.span.len() as u64, "original_bytes");
+        }
+        Some(_) => assert!(records.is_empty(), "a truncation record with nothing cut"),
+        None => assert!(records.len() <= 1, "{} truncation records in a result", records.len()),
+    }
+    // An error result never turns into a success.
+    if ir.get_last(doc, b"isError").map(|v| v.raw(doc)) == Some(b"true") {
+        assert_eq!(
+            or.get_last(out, b"isError").map(|v| v.raw(out)),
+            Some(&b"true"[..]),
+            "isError: true was lost"
+        );
+    }
+    if run.typed_failed {
+        assert!(info.typed, "typed_failed for an untyped call");
+        assert_eq!(or.get_last(out, b"isError").map(|v| v.raw(out)), Some(&b"true"[..]));
+        return;
+    }
+    if info.typed {
+        // Whole or an error: each kept member is its input twin unchanged (the
+        // record aside, merged into `_meta`).
+        let im = ir.members().unwrap_or(&[]);
+        let mut from = 0;
+        for (k, v) in om {
+            if k.contents(out) == b"_meta" {
+                continue;
+            }
+            let at = im[from..]
+                .iter()
+                .position(|(ik, iv)| ik.raw(doc) == k.raw(out) && minify(doc, iv) == v.raw(out));
+            match at {
+                Some(i) => from += i + 1,
+                None => panic!("typed result member {:?} was cut", show(k.raw(out))),
+            }
+        }
+        return;
+    }
+    // Content blocks and texts.
+    let mut total = 0u64;
+    for content in or.get_all(out, b"content") {
+        let Some(blocks) = content.items() else {
+            continue;
+        };
+        assert!(
+            blocks.len() as u64 <= lim.max_content_blocks,
+            "{} content blocks > max_content_blocks {}",
+            blocks.len(),
+            lim.max_content_blocks
+        );
+        for b in blocks {
+            let mut texts: Vec<&Node> = b.get_all(out, b"text");
+            for r in b.get_all(out, b"resource") {
+                texts.extend(r.get_all(out, b"text"));
+            }
+            for t in texts {
+                let n = text_len(out, Some(t));
+                assert!(
+                    n <= lim.max_text_block_bytes,
+                    "text of {n} bytes > max_text_block_bytes {}",
+                    lim.max_text_block_bytes
+                );
+                total += n;
+            }
+        }
+    }
+    assert!(
+        total <= lim.max_text_bytes,
+        "texts of {total} bytes > max_text_bytes {}",
+        lim.max_text_bytes
+    );
+    // structuredContent: a sub-document within the free-form limits and its ceiling.
+    let (isc, osc) = (
+        ir.get_all(doc, b"structuredContent"),
+        or.get_all(out, b"structuredContent"),
+    );
+    if let ([i], [o]) = (isc.as_slice(), osc.as_slice()) {
+        check_sub(out, o, doc, i, false);
+        check_limits(out, o, &lim.free(), 1);
+        assert!(
+            o.span.len() as u64 <= lim.max_structured_bytes,
+            "structuredContent of {} bytes > max_structured_bytes {}",
+            o.span.len(),
+            lim.max_structured_bytes
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Target: guard
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Arbitrary)]
+pub struct GuardCfg {
+    pub raw: bool,
+    pub arg_bytes: Lim,
+    pub items: Lim,
+    pub string_bytes: Lim,
+    pub string_chars: Lim,
+    pub keys: Lim,
+    pub depth: Lim,
+    pub request: Lim,
+    /// The sniffed tool name handed to `finish`.
+    pub tool: u8,
+    pub nsplits: u8,
+    pub splits: [u16; 4],
+    pub ws: u8,
+}
+
+const TOOLS: &[&str] = &["echo", "list_items", "search_docs", "", "get_file"];
+
+impl GuardCfg {
+    pub fn caps(&self) -> ArgCaps {
+        ArgCaps {
+            max_arg_bytes: self.arg_bytes.get(),
+            max_arg_items: self.items.get(),
+            max_arg_string_bytes: self.string_bytes.get(),
+            max_arg_string_chars: self.string_chars.get(),
+            max_arg_keys: self.keys.get(),
+            max_arg_depth: self.depth.get(),
+            max_request_bytes: self.request.get(),
+        }
+    }
+
+    pub fn tool(&self) -> &'static str {
+        TOOLS[self.tool as usize % TOOLS.len()]
+    }
+}
+
+fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
+    if cfg.raw {
+        return body.to_vec();
+    }
+    let mut g = Gen::new(body, cfg.ws % 32);
+    g.budget = 600;
+    let tool = cfg.tool();
+    let mut env: Vec<Member<'_, 'a>> = vec![
+        ("jsonrpc", Box::new(|g: &mut Gen| g.put(b"\"2.0\""))),
+        ("id", Box::new(|g: &mut Gen| g.number())),
+        ("method", Box::new(|g: &mut Gen| g.put(b"\"tools/call\""))),
+        (
+            "params",
+            Box::new(move |g: &mut Gen| {
+                let mut p: Vec<Member<'_, 'a>> = vec![
+                    (
+                        "name",
+                        Box::new(move |g: &mut Gen| {
+                            g.out.push(b'"');
+                            g.put(tool.as_bytes());
+                            g.out.push(b'"');
+                        }),
+                    ),
+                    (
+                        "arguments",
+                        Box::new(|g: &mut Gen| match g.pick(16) {
+                            0 => g.value(0),
+                            1 => {
+                                let n = g.pick(8) as usize;
+                                g.array_of(n, 1)
+                            }
+                            _ => {
+                                let n = match g.pick(4) {
+                                    0 => 0,
+                                    1 | 2 => g.pick(6) as usize,
+                                    _ => g.pick(64) as usize,
+                                };
+                                g.object_of(n, 1)
+                            }
+                        }),
+                    ),
+                ];
+                if g.pick(4) == 0 {
+                    p.push((
+                        "_meta",
+                        Box::new(|g: &mut Gen| {
+                            if g.flag() {
+                                g.put(b"{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}")
+                            } else {
+                                g.value(1)
+                            }
+                        }),
+                    ));
+                }
+                for _ in 0..g.pick(3) {
+                    let k = ["task", "arguments", "name", "x"][g.pick(4) as usize];
+                    p.push((k, Box::new(|g: &mut Gen| g.value(1))));
+                }
+                g.shuffle(&mut p);
+                g.members(p);
+            }),
+        ),
+    ];
+    if g.pick(8) == 0 {
+        let k = ["params", "extra"][g.pick(2) as usize];
+        env.push((k, Box::new(|g: &mut Gen| g.value(1))));
+    }
+    g.shuffle(&mut env);
+    g.members(env);
+    g.out
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardRun {
+    /// Whether any `feed` returned a verdict.
+    pub early: Option<GuardVerdict>,
+    pub verdict: Option<GuardVerdict>,
+}
+
+pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
+    let mut g = Guard::new(caps);
+    let mut early = None;
+    for c in chunks {
+        if let Some(v) = g.feed(c) {
+            assert!(early.is_none(), "feed returned a second verdict");
+            early = Some(v);
+        }
+    }
+    let verdict = g.finish(tool);
+    // The guard is reused line after line: a reset one must behave like a new one.
+    g.reset();
+    let mut again = None;
+    for c in chunks {
+        if let Some(v) = g.feed(c) {
+            again.get_or_insert(v);
+        }
+    }
+    assert_eq!(again, early, "a reset guard gives another early verdict");
+    assert_eq!(g.finish(tool), verdict, "a reset guard gives another verdict");
+    GuardRun { early, verdict }
+}
+
+/// The measures of the arguments, as the guard defines them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ArgMeasure {
+    pub bytes: u64,
+    pub items: u64,
+    pub string_bytes: u64,
+    pub string_chars: u64,
+    pub keys: u64,
+    pub depth: u64,
+}
+
+pub fn measure(doc: &[u8], args: &Node) -> ArgMeasure {
+    fn walk(doc: &[u8], n: &Node, level: u64, m: &mut ArgMeasure) {
+        let s = |n: &Node, m: &mut ArgMeasure| {
+            let d = decode_str(n.contents(doc));
+            m.string_bytes = m.string_bytes.max(d.len() as u64);
+            m.string_chars = m.string_chars.max(d.chars().count() as u64);
+        };
+        match &n.kind {
+            Kind::Scalar => {}
+            Kind::Str => s(n, m),
+            Kind::Arr(items) => {
+                m.depth = m.depth.max(level);
+                m.items = m.items.max(items.len() as u64);
+                for it in items {
+                    walk(doc, it, level + 1, m);
+                }
+            }
+            Kind::Obj(mem) => {
+                m.depth = m.depth.max(level);
+                m.keys = m.keys.max(mem.len() as u64);
+                for (k, v) in mem {
+                    s(k, m);
+                    walk(doc, v, level + 1, m);
+                }
+            }
+        }
+    }
+    let mut m = ArgMeasure {
+        bytes: args.span.len() as u64,
+        ..ArgMeasure::default()
+    };
+    walk(doc, args, 1, &mut m);
+    m
+}
+
+pub fn guard_one(data: &[u8]) {
+    let (cfg, body): (GuardCfg, _) = header(data);
+    let doc = guard_doc(&cfg, body);
+    let caps = cfg.caps();
+    let tool = cfg.tool();
+    let n = (cfg.nsplits % 5) as usize;
+    let points = split_points(doc.len(), &cfg.splits[..n]);
+    let whole = run_guard(caps, tool, &[&doc]);
+    let split = run_guard(caps, tool, &chunks(&doc, &points));
+    assert_eq!(
+        whole.early.is_some(),
+        split.early.is_some(),
+        "split at {points:?}: an early verdict in one run only ({:?} / {:?})",
+        whole.early,
+        split.early
+    );
+    assert_eq!(whole.verdict, split.verdict, "split at {points:?}: verdicts differ");
+    check_guard(&doc, caps, &whole);
+}
+
+pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
+    if let Some(GuardVerdict::Cap { size, limit, .. }) = &run.early {
+        assert!(size > limit, "early verdict within its cap: {:?}", run.early);
+    }
+    if run.early.is_some() {
+        assert!(
+            matches!(run.verdict, Some(GuardVerdict::Cap { .. })),
+            "an early verdict but no cap verdict at the end: {:?}",
+            run.verdict
+        );
+    }
+    let request = doc.len() as u64;
+    match &run.verdict {
+        None => assert!(request <= caps.max_request_bytes, "request over its cap passed"),
+        Some(GuardVerdict::Cap { cap, size, limit, .. }) => {
+            assert!(size > limit, "verdict within its cap: {:?}", run.verdict);
+            if *cap == "max_request_bytes" {
+                assert_eq!(*size, request, "request size");
+            }
+        }
+        Some(_) => {}
+    }
+    // Recompute the measures where a server would read the arguments: the last
+    // `params` member of the message, and the last `arguments` in it.
+    if valid_up_to(doc, DEFAULT_NESTING as usize) != Some(true) {
+        return;
+    }
+    let tree = parse(doc);
+    let Some(args) = tree
+        .get_last(doc, b"params")
+        .and_then(|p| p.get_last(doc, b"arguments"))
+    else {
+        return;
+    };
+    if !matches!(args.kind, Kind::Arr(_) | Kind::Obj(_)) {
+        return;
+    }
+    let m = measure(doc, args);
+    let pairs = [
+        ("max_arg_bytes", m.bytes, caps.max_arg_bytes),
+        ("max_arg_depth", m.depth, caps.max_arg_depth),
+        ("max_arg_keys", m.keys, caps.max_arg_keys),
+        ("max_arg_items", m.items, caps.max_arg_items),
+        ("max_arg_string_bytes", m.string_bytes, caps.max_arg_string_bytes),
+        ("max_arg_string_chars", m.string_chars, caps.max_arg_string_chars),
+    ];
+    let single = tree.get_all(doc, b"params").len() == 1
+        && tree
+            .get_last(doc, b"params")
+            .is_some_and(|p| p.get_all(doc, b"arguments").len() == 1);
+    match &run.verdict {
+        Some(GuardVerdict::Cap { cap, size, .. }) => {
+            if single {
+                if let Some((_, v, _)) = pairs.iter().find(|(n, _, _)| n == cap) {
+                    assert_eq!(size, v, "{cap}: the guard measured {size}, the arguments have {v}");
+                }
+            }
+        }
+        _ => {
+            for (name, v, c) in pairs {
+                assert!(
+                    v <= c,
+                    "no verdict, but {name} is broken: {v} > {c} (arguments {:?})",
+                    show(args.raw(doc))
+                );
+            }
+        }
+    }
+}
