@@ -21,9 +21,11 @@ struct Frame {
     kept: u64,
     /// Children started (the index of the next one).
     seen: u64,
-    /// Length and overflow of `path` for this container itself.
-    path_len: usize,
-    path_ovf: bool,
+    /// This object's current key in `keys` (offset, length), and whether it is
+    /// exact (not longer than the tokenizer keeps).
+    key_off: u32,
+    key_len: u32,
+    key_ok: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +58,13 @@ pub(crate) enum Step {
 pub(crate) struct ValueBudget {
     lim: Limits,
     frames: Vec<Frame>,
-    path: PointerBuf,
+    /// The pointer of the value itself (set by the driver); the pointer of a
+    /// cut site is rendered from it and the frames only when a cut is recorded.
+    prefix: PointerBuf,
+    /// Current keys of the open objects, one slot per object frame.
+    keys: Vec<u8>,
+    /// Scratch for rendering a pointer.
+    scratch: PointerBuf,
     /// Tokenizer depth of the value's parent (0 for a document).
     base_depth: u32,
     /// Start of the current tentative item (its comma included).
@@ -80,7 +88,9 @@ impl ValueBudget {
         ValueBudget {
             lim,
             frames: Vec::with_capacity(cap),
-            path: PointerBuf::new(),
+            prefix: PointerBuf::new(),
+            keys: Vec::with_capacity(1024),
+            scratch: PointerBuf::new(),
             base_depth: 0,
             mark: None,
             in_num: false,
@@ -102,7 +112,8 @@ impl ValueBudget {
     pub fn begin(&mut self, lim: Limits, prefix: &PointerBuf, base_depth: u32, value_mark: u64) {
         self.lim = lim;
         self.frames.clear();
-        self.path.set(prefix);
+        self.prefix.set(prefix);
+        self.keys.clear();
         self.base_depth = base_depth;
         self.mark = None;
         self.in_num = false;
@@ -137,8 +148,31 @@ impl ValueBudget {
         self.base_depth + self.frames.len() as u32
     }
 
-    fn record_here(&self, rec: &mut Record, kind: BudgetKind, count: u64) {
-        rec.add(kind, count, self.path.get());
+    /// Render the pointer through the current child of the first `upto` frames,
+    /// plus an index, into `scratch`.
+    fn render(&mut self, upto: usize, extra_index: Option<u64>) {
+        self.scratch.set(&self.prefix);
+        for f in self.frames.iter().take(upto) {
+            if f.obj {
+                let (a, b) = (f.key_off as usize, (f.key_off + f.key_len) as usize);
+                self.scratch
+                    .push_key(self.keys.get(a..b).unwrap_or(&[]), f.key_ok);
+            } else {
+                self.scratch.push_index(f.seen.saturating_sub(1));
+            }
+        }
+        if let Some(i) = extra_index {
+            self.scratch.push_index(i);
+        }
+    }
+
+    /// Record a cut at the current child of the innermost container (or at the value).
+    fn record_here(&mut self, rec: &mut Record, kind: BudgetKind, count: u64) {
+        if count == 0 {
+            return;
+        }
+        self.render(self.frames.len(), None);
+        rec.add(kind, count, self.scratch.get());
     }
 
     /// A child value starts; make room for its smallest form (`min_len` bytes).
@@ -158,7 +192,6 @@ impl ValueBudget {
         let mut need = min_len;
         if !p.obj {
             p.seen += 1;
-            self.path.push_index(p.seen - 1);
             self.mark = Some(out.pos());
             if p.kept > 0 {
                 need += 1;
@@ -186,7 +219,6 @@ impl ValueBudget {
         let Some(p) = self.frames.last() else {
             return Step::Done;
         };
-        self.path.truncate(p.path_len, p.path_ovf);
         if !p.obj && p.kept >= self.lim.max_list_items {
             lex.skip_rest(self.top_depth(), 0);
             self.skip_why = SkipWhy::ListTail;
@@ -206,8 +238,9 @@ impl ValueBudget {
             obj,
             kept: 0,
             seen: 0,
-            path_len: self.path.len(),
-            path_ovf: self.path.overflowed(),
+            key_off: self.keys.len() as u32,
+            key_len: 0,
+            key_ok: false,
         });
         if self.frames.len() as u64 > self.lim.max_depth as u64 {
             lex.skip_rest(self.top_depth(), 0);
@@ -269,11 +302,11 @@ impl ValueBudget {
                 if let Some(bytes) = chunk.get(a..b) {
                     out.write(bytes);
                 }
-                self.check_key(lex, out);
+                self.after_string_bytes(lex, out);
             }
             Tok::StrHeld => {
                 out.write(lex.held());
-                self.check_key(lex, out);
+                self.after_string_bytes(lex, out);
             }
             Tok::StrEnd => {
                 if self.frames.last().is_some_and(|p| p.obj) && self.mark_is_key(lex) {
@@ -353,6 +386,17 @@ impl ValueBudget {
         lex.after_key()
     }
 
+    /// After bytes of a string: a value string's bytes are final (commit them, so
+    /// a long string never piles up in the buffer); a key's are checked for room.
+    #[inline]
+    fn after_string_bytes(&mut self, lex: &mut Tokenizer, out: &mut Out) {
+        if self.in_str {
+            out.commit();
+        } else {
+            self.check_key(lex, out);
+        }
+    }
+
     fn check_key(&mut self, lex: &mut Tokenizer, out: &mut Out) {
         if !lex.in_key_string() || self.key_doom.is_some() {
             return;
@@ -373,7 +417,13 @@ impl ValueBudget {
     }
 
     fn key_end(&mut self, lex: &mut Tokenizer, out: &mut Out, _rec: &mut Record) -> Step {
-        self.path.push_key(lex.key(), !lex.key_overflowed());
+        if let Some(f) = self.frames.last_mut() {
+            // This object's key slot is the last one: replace it.
+            self.keys.truncate(f.key_off as usize);
+            self.keys.extend_from_slice(lex.key());
+            f.key_len = lex.key().len() as u32;
+            f.key_ok = !lex.key_overflowed();
+        }
         if let Some(kind) = self.key_doom.take() {
             if let Some(m) = self.mark.take() {
                 out.rollback(m);
@@ -393,22 +443,19 @@ impl ValueBudget {
         match why {
             SkipWhy::None => {}
             SkipWhy::ListTail => {
-                if let Some(p) = self.frames.last() {
-                    let (len, ovf) = (self.path.len(), self.path.overflowed());
-                    self.path.push_index(p.seen);
-                    rec.add(BudgetKind::ListItems, n, self.path.get());
-                    self.path.truncate(len, ovf);
+                if n > 0 {
+                    if let Some(seen) = self.frames.last().map(|p| p.seen) {
+                        self.render(self.frames.len() - 1, Some(seen));
+                        rec.add(BudgetKind::ListItems, n, self.scratch.get());
+                    }
                 }
             }
-            SkipWhy::Rest(kind) => {
-                self.record_here(rec, kind, n);
-                if let Some(p) = self.frames.last() {
-                    self.path.truncate(p.path_len, p.path_ovf);
-                }
-            }
+            SkipWhy::Rest(kind) => self.record_here(rec, kind, n),
             SkipWhy::Emptied => {
                 if n > 0 {
-                    self.record_here(rec, BudgetKind::Depth, 1);
+                    // The emptied container is the innermost frame: its own pointer.
+                    self.render(self.frames.len().saturating_sub(1), None);
+                    rec.add(BudgetKind::Depth, 1, self.scratch.get());
                 }
             }
             SkipWhy::Root(kind) => {

@@ -153,6 +153,36 @@ mod x86 {
     }
 }
 
+/// Index of the first non-whitespace byte at or after `i` (JSON whitespace:
+/// space, tab, LF, CR). Runs of indentation are skipped eight bytes at a time.
+#[inline]
+pub fn skip_ws(s: &[u8], mut i: usize) -> usize {
+    const SPACES: u64 = LO * b' ' as u64;
+    loop {
+        match s.get(i) {
+            Some(b' ' | b'\n' | b'\r' | b'\t') => i += 1,
+            _ => return i,
+        }
+        // Indentation: whole words of spaces.
+        while let Some(w) = s.get(i..i + 8) {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            if u64::from_le_bytes(a) != SPACES {
+                break;
+            }
+            i += 8;
+        }
+    }
+}
+
+/// The naive oracle of [`skip_ws`].
+pub fn skip_ws_naive(s: &[u8], i: usize) -> usize {
+    s.iter()
+        .skip(i)
+        .position(|b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        .map_or(s.len().max(i), |k| i + k)
+}
+
 /// Which implementation `scan` uses on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -187,6 +217,12 @@ fn detect() -> Level {
     Level::Portable
 }
 
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx2_ok() -> bool {
+    detect() == Level::Avx2 || is_x86_feature_detected!("avx2")
+}
+
 /// The implementation in use.
 pub fn level() -> Level {
     detect()
@@ -205,8 +241,8 @@ pub fn scan(s: &[u8]) -> Run {
 pub fn scan_at(level: Level, s: &[u8]) -> Run {
     match level {
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 if is_x86_feature_detected!("avx2") => {
-            // SAFETY: AVX2 support was just checked.
+        Level::Avx2 if avx2_ok() => {
+            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
             unsafe { x86::scan_avx2(s) }
         }
         #[cfg(target_arch = "x86_64")]
@@ -255,6 +291,22 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn skip_ws_matches_its_oracle() {
+        let pieces: [&[u8]; 6] = [b" ", b"        ", b"\n", b"\r\n  ", b"\t", b"x"];
+        let mut x: u64 = 12345;
+        for _ in 0..5000 {
+            let mut v = Vec::new();
+            for _ in 0..(x % 12) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                v.extend_from_slice(pieces[(x >> 40) as usize % pieces.len()]);
+            }
+            for i in 0..=v.len() + 1 {
+                assert_eq!(skip_ws(&v, i), skip_ws_naive(&v, i), "{v:?} at {i}");
             }
         }
     }

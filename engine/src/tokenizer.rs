@@ -519,11 +519,8 @@ impl Tokenizer {
                 _ => {
                     // Structural states: skip whitespace, then one byte decides.
                     let mut i = *pos;
-                    while let Some(&b) = chunk.get(i) {
-                        if !is_ws(b) {
-                            break;
-                        }
-                        i += 1;
+                    if chunk.get(i).is_some_and(|&b| is_ws(b)) {
+                        i = scan::skip_ws(chunk, i);
                     }
                     *pos = i;
                     let Some(&b) = chunk.get(i) else {
