@@ -220,6 +220,12 @@ pub struct FilterArgs {
     /// Print one human-readable line per message to stderr: kept as is, or what was cut.
     #[arg(long)]
     pub summary: bool,
+    /// Tool inventory; with --tool, that tool's row sets the budget, typed and read-only.
+    #[arg(long)]
+    pub inventory: Option<std::path::PathBuf>,
+    /// The tool whose results these are (a filter has no request to read it from).
+    #[arg(long)]
+    pub tool: Option<String>,
 }
 
 /// `resultbudget filter`: newline-delimited JSON-RPC on stdin; every response
@@ -227,7 +233,30 @@ pub struct FilterArgs {
 /// input line. A line that is not valid JSON becomes a JSON-RPC error line
 /// (`-32700`, with the id when it could be read) and the stream goes on.
 pub fn run_filter(args: FilterArgs) -> u8 {
-    let lim = args.mcp.limits();
+    let inventory = match load_inventory(args.inventory.as_deref()) {
+        Ok(i) => i,
+        Err(code) => return code,
+    };
+    let row = match (&inventory, &args.tool) {
+        (Some(inv), Some(t)) => match inv.row(t) {
+            Some(r) => Some(r.clone()),
+            None => {
+                eprintln!("resultbudget: the inventory has no row for tool {t}");
+                return 2;
+            }
+        },
+        (Some(_), None) => {
+            eprintln!(
+                "resultbudget: --inventory needs --tool NAME in filter (which tool's row applies)"
+            );
+            return 2;
+        }
+        _ => None,
+    };
+    let lim = match &row {
+        Some(r) => r.apply_result_limits(args.mcp.limits()),
+        None => args.mcp.limits(),
+    };
     let mut p = match Projector::new(lim) {
         Ok(p) => p,
         Err(e) => {
@@ -236,9 +265,9 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         }
     };
     let call = CallInfo {
-        tool: None,
-        typed: args.typed,
-        read_only: !args.mutating,
+        tool: args.tool.clone(),
+        typed: args.typed || row.as_ref().is_some_and(|r| r.typed),
+        read_only: row.as_ref().map_or(!args.mutating, |r| r.read_only),
         request_id: None,
         modern: false,
     };

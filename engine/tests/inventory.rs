@@ -428,3 +428,56 @@ fn the_proxy_applies_inventory_limits_and_clamps() {
         ["list_things limit=30", "big_text 100000"]
     );
 }
+
+#[test]
+fn filter_applies_a_named_tools_row() {
+    use std::io::Write;
+    let inv = spec("agent-mcp-tool-inventory.json");
+    let big = "x".repeat(200_000);
+    let line = format!(
+        "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{big}\"}}],\"structuredContent\":{{\"content\":\"{big}\"}}}},\"jsonrpc\":\"2.0\",\"id\":4}}\n"
+    );
+    let run = |extra: &[&str]| -> (i32, String, String) {
+        let mut child = Command::new(bin())
+            .arg("filter")
+            .args(extra)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The filter may refuse its flags before reading: a broken pipe is fine then.
+        let _ = child.stdin.take().unwrap().write_all(line.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let inv_s = inv.to_string_lossy().into_owned();
+    // read_text_file is typed and read-only in the spec inventory: whole or an error.
+    let (code, out, _) = run(&["--inventory", &inv_s, "--tool", "read_text_file"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["result"]["isError"], true, "{out:.300}");
+    assert!(v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("read_text_file"));
+    assert_eq!(v["id"], 4);
+    // echo is untyped: cut text.
+    let (_, out, _) = run(&["--inventory", &inv_s, "--tool", "echo"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(v["result"].get("isError").is_none());
+    assert!(v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .ends_with(" bytes omitted]"));
+    // An inventory needs a tool name, and the tool needs a row.
+    let (code, _, err) = run(&["--inventory", &inv_s]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = run(&["--inventory", &inv_s, "--tool", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no row for tool nope"), "{err}");
+}

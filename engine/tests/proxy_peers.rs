@@ -396,12 +396,18 @@ fn guard_refuses_bad_calls_before_the_server_sees_them() {
         "{r}"
     );
     // List versus search, and limits.
-    let r = s.call(300, "list_things", json!({"q": "needle"}));
-    assert_eq!(
-        r["result"]["_meta"]["resultbudget/refusal"]["reason"],
-        "query_on_list_tool"
-    );
-    assert!(text_of(&r).contains("call search_things"), "{r}");
+    for (i, arg) in ["q", "query", "search"].iter().enumerate() {
+        let r = s.call(
+            300 + 10 * i as i64,
+            "list_things",
+            json!({ *arg: "needle" }),
+        );
+        let refusal = &r["result"]["_meta"]["resultbudget/refusal"];
+        assert_eq!(refusal["reason"], "query_on_list_tool", "{r}");
+        assert_eq!(refusal["argument"], *arg);
+        assert_eq!(refusal["search_tool"], "search_things");
+        assert!(text_of(&r).contains("call search_things"), "{r}");
+    }
     let r = s.call(301, "search_things", json!({"query": ""}));
     assert_eq!(
         r["result"]["_meta"]["resultbudget/refusal"]["reason"],
@@ -439,5 +445,35 @@ fn guard_refuses_bad_calls_before_the_server_sees_them() {
             "search_things query='needle' limit=5"
         ],
         "{seen}"
+    );
+}
+
+#[test]
+fn valid_calls_reach_the_server_byte_for_byte() {
+    // The server's stdin is teed to a file: what the proxy forwards is compared byte for byte.
+    let dir = tmpdir("tee");
+    let wire = dir.join("wire.log");
+    let server = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "tee {} | {} {}",
+            wire.display(),
+            python(),
+            peers_dir().join("pyserver.py").display()
+        ),
+    ];
+    let mut s = Raw::spawn(&proxied(&[], &server), &[]);
+    s.initialize();
+    // Odd but valid spacing and escapes: the proxy must not normalise a request.
+    let line = "{ \"jsonrpc\" : \"2.0\", \"id\" : 9, \"method\":\"tools/call\", \"params\":{\"name\":\"store\",\"arguments\":{\"payload\":\"caf\\u00e9 \\\"q\\\" \u{1F600}\",\"items\":[ \"a\" ]}}}\n";
+    s.send_raw(line.as_bytes());
+    let (r, _) = s.until_id(&json!(9), 30);
+    assert_eq!(r["result"]["content"][0]["text"], "stored", "{r}");
+    let _ = s.wait(20);
+    let sent = std::fs::read_to_string(&wire).unwrap();
+    assert!(
+        sent.contains(line),
+        "the call was changed on its way: {sent}"
     );
 }

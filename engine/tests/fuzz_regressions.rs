@@ -1,0 +1,87 @@
+//! Replays every saved fuzz input under `fuzz/regressions/<target>/` through
+//! the same checks the fuzz targets run (`fuzz/checks.rs`, shared with
+//! `#[path]`), so a crash found once stays fixed. Each file is one raw input
+//! as libFuzzer handed it to the target named by its directory; see
+//! `docs/fuzzing.md`.
+//!
+//! `FUZZ_REPLAY=<dir>` replays another directory laid out the same way (for
+//! example `fuzz/corpus`), on a stable toolchain and without cargo-fuzz.
+
+#[path = "../../fuzz/checks.rs"]
+mod checks;
+
+use std::path::{Path, PathBuf};
+
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .map(|e| e.expect("directory entry").path())
+            .filter(|p| p.is_file())
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                !name.starts_with('.') && !name.ends_with(".md")
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// Replay every input of every target under `root`; returns how many ran.
+fn replay(root: &Path) -> usize {
+    let mut ran = 0;
+    let mut failed = Vec::new();
+    for target in checks::TARGETS {
+        for path in inputs(&root.join(target)) {
+            let data = std::fs::read(&path).expect("read input");
+            let result = std::panic::catch_unwind(|| checks::run_target(target, &data));
+            ran += 1;
+            if let Err(e) = result {
+                let msg = e
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                failed.push(format!(
+                    "{}: {msg}\n{}",
+                    path.display(),
+                    checks::describe(target, &data)
+                ));
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} input(s) failed:\n\n{}",
+        failed.len(),
+        failed.join("\n\n")
+    );
+    ran
+}
+
+#[test]
+fn regressions_replay() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
+    let expected: usize = checks::TARGETS
+        .iter()
+        .map(|t| inputs(&root.join(t)).len())
+        .sum();
+    let ran = replay(&root);
+    assert_eq!(ran, expected, "every saved input ran");
+    // The hand-picked seeds are always there, so the checks always run.
+    assert!(
+        ran >= 4,
+        "only {ran} regression inputs found under {}",
+        root.display()
+    );
+}
+
+#[test]
+fn replay_dir_from_env() {
+    let Some(dir) = std::env::var_os("FUZZ_REPLAY") else {
+        return;
+    };
+    let ran = replay(Path::new(&dir));
+    eprintln!("replayed {ran} inputs from {}", Path::new(&dir).display());
+}
