@@ -459,35 +459,26 @@ fn client_to_server<R: Read>(
                 let is_call = facts.method == b"\"tools/call\"";
                 let tool = unquote(&facts.name);
                 let verdict = if is_call { guard.finish(&tool) } else { None };
-                if refused.take().is_some() && verdict.is_none() {
-                    // Refused before its method was known, and it was not a call: it is gone.
-                    shared.log(
-                        LogLevel::Warn,
-                        "dropped a request that broke an argument cap before its method was known",
-                    );
-                    if !facts.id.is_empty() {
-                        let mut line = Vec::with_capacity(256);
-                        jsonrpc::error_line(
-                            &mut line,
-                            Some(&facts.id),
-                            jsonrpc::INVALID_PARAMS,
-                            "resultbudget: the request broke an argument cap and was not forwarded",
-                        );
-                        line.push(b'\n');
-                        let _ = shared.send_client(&line);
-                    }
-                    held.clear();
-                    decided = None;
-                    walker.reset();
-                    guard.reset();
-                    facts = RequestFacts::default();
-                    sniff_ok = true;
-                    if end {
-                        break;
-                    }
-                    continue;
-                }
+                let refused_early = refused.take().is_some();
                 match verdict {
+                    None if refused_early => {
+                        // Refused before its method was known, and not a call: it is gone.
+                        shared.log(
+                            LogLevel::Warn,
+                            "dropped a request that broke an argument cap before its method was known",
+                        );
+                        if !facts.id.is_empty() {
+                            let mut line = Vec::with_capacity(256);
+                            jsonrpc::error_line(
+                                &mut line,
+                                Some(&facts.id),
+                                jsonrpc::INVALID_PARAMS,
+                                "resultbudget: the request broke an argument cap and was not forwarded",
+                            );
+                            line.push(b'\n');
+                            let _ = shared.send_client(&line);
+                        }
+                    }
                     Some(v) if is_call => {
                         // Answered here: the server never sees the call.
                         shared.log(

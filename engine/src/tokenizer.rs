@@ -362,7 +362,7 @@ impl Tokenizer {
 
     /// The kept unit announced by [`Tok::StrHeld`].
     pub fn held(&self) -> &[u8] {
-        &self.held[..self.held_len as usize]
+        self.held.get(..self.held_len as usize).unwrap_or(&[])
     }
 
     /// After [`Tok::StrBegin`]: keep at most `dec` decoded and `enc` encoded bytes
@@ -396,7 +396,7 @@ impl Tokenizer {
     /// The decoded key (its first [`KEY_CAP`] bytes) after `StrEnd` of a key.
     pub fn key(&self) -> &[u8] {
         let n = (self.key_len as usize).min(KEY_CAP);
-        &self.key_buf[..n]
+        self.key_buf.get(..n).unwrap_or(&[])
     }
 
     /// Whether the key was longer than [`KEY_CAP`] decoded bytes.
