@@ -944,7 +944,10 @@ impl Projector {
         if level == Level::Result {
             self.result_mark = Some(self.out.pos());
             self.result_in_start = self.lex.offset_at(pos).saturating_sub(1);
-            self.hash_from = Some(pos.saturating_sub(1));
+            if matches!(&self.treat, Treat::ToolResult(c) if c.typed && !c.read_only) {
+                // Only a mutation's receipt needs the digest of the original bytes.
+                self.hash_from = Some(pos.saturating_sub(1));
+            }
             self.out
                 .open_scope(0, self.eff.max_result_bytes, BudgetKind::ResultBytes);
             if matches!(&self.treat, Treat::ToolResult(c) if c.typed) {

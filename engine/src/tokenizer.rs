@@ -205,6 +205,53 @@ fn utf8_lead(b: u8) -> Option<(u8, u8, u8)> {
     }
 }
 
+/// Four hex digits at `s[i..i + 4]`.
+#[inline]
+fn hex4(s: &[u8], i: usize) -> Option<u32> {
+    let h = s.get(i..i + 4)?;
+    let mut v = 0u32;
+    for &b in h {
+        v = v * 16 + hex_val(b)?;
+    }
+    Some(v)
+}
+
+/// A complete, valid escape starting at `s[i] == b'\\'`: (encoded length,
+/// decoded length, the code point). `None` when it is split by the end of `s`
+/// or invalid (the byte-wise machine then handles it).
+#[inline]
+fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
+    let c = match *s.get(i + 1)? {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        b'/' => b'/',
+        b'b' => 0x08,
+        b'f' => 0x0C,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'u' => {
+            let cp = hex4(s, i + 2)?;
+            return match cp {
+                0xD800..=0xDBFF => {
+                    if s.get(i + 6..i + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(s, i + 8)?;
+                    if !(0xDC00..=0xDFFF).contains(&low) {
+                        return None;
+                    }
+                    Some((12, 4, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)))
+                }
+                0xDC00..=0xDFFF => None,
+                _ => Some((6, char::from_u32(cp).map_or(1, |c| c.len_utf8()) as u64, cp)),
+            };
+        }
+        _ => return None,
+    };
+    Some((2, 1, c as u32))
+}
+
 /// Encode a scalar value as UTF-8 into `out`, returning the length.
 fn encode_utf8(cp: u32, out: &mut [u8; 4]) -> usize {
     char::from_u32(cp).map_or(0, |c| c.encode_utf8(out).len())
@@ -813,6 +860,34 @@ impl Tokenizer {
                         return Ok(None);
                     }
                     2 => {
+                        // A whole, valid escape inside this chunk is taken in one step;
+                        // anything else (split by the chunk end, or invalid) goes
+                        // through the byte-wise machine, which reports exact offsets.
+                        if let Some((enc, dec, cp)) = inline_escape(chunk, i) {
+                            self.dec_total += dec;
+                            self.chars_total += 1;
+                            if self.in_key {
+                                let mut tmp = [0u8; 4];
+                                let len = encode_utf8(cp, &mut tmp);
+                                self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
+                            }
+                            if self.keep {
+                                if dec <= self.allow_dec && enc as u64 <= self.allow_enc {
+                                    self.allow_dec -= dec;
+                                    self.allow_enc -= enc as u64;
+                                } else {
+                                    self.keep = false;
+                                    self.cut = true;
+                                    self.cut_by_dec = dec > self.allow_dec;
+                                    if i > start {
+                                        *pos = i + enc;
+                                        return Ok(Some(Tok::StrSpan(start, i)));
+                                    }
+                                }
+                            }
+                            i += enc;
+                            continue;
+                        }
                         self.esc = Esc::Backslash;
                         self.unit_start = i;
                         self.held_len = 0;
