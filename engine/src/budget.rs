@@ -167,12 +167,12 @@ impl ValueBudget {
     }
 
     /// Record a cut at the current child of the innermost container (or at the value).
-    fn record_here(&mut self, rec: &mut Record, kind: BudgetKind, count: u64) {
+    fn record_here(&mut self, out: &mut Out, rec: &mut Record, kind: BudgetKind, count: u64) {
         if count == 0 {
             return;
         }
         self.render(self.frames.len(), None);
-        rec.add(kind, count, self.scratch.get());
+        out.add_cut(rec, kind, count, self.scratch.get());
     }
 
     /// A child value starts; make room for its smallest form (`min_len` bytes).
@@ -321,7 +321,7 @@ impl ValueBudget {
                     } else {
                         out.bytes_kind()
                     };
-                    self.record_here(rec, kind, 1);
+                    self.record_here(out, rec, kind, 1);
                 }
                 return Ok(self.value_end(lex, out));
             }
@@ -446,16 +446,16 @@ impl ValueBudget {
                 if n > 0 {
                     if let Some(seen) = self.frames.last().map(|p| p.seen) {
                         self.render(self.frames.len() - 1, Some(seen));
-                        rec.add(BudgetKind::ListItems, n, self.scratch.get());
+                        out.add_cut(rec, BudgetKind::ListItems, n, self.scratch.get());
                     }
                 }
             }
-            SkipWhy::Rest(kind) => self.record_here(rec, kind, n),
+            SkipWhy::Rest(kind) => self.record_here(out, rec, kind, n),
             SkipWhy::Emptied => {
                 if n > 0 {
                     // The emptied container is the innermost frame: its own pointer.
                     self.render(self.frames.len().saturating_sub(1), None);
-                    rec.add(BudgetKind::Depth, 1, self.scratch.get());
+                    out.add_cut(rec, BudgetKind::Depth, 1, self.scratch.get());
                 }
             }
             SkipWhy::Root(kind) => {

@@ -319,6 +319,8 @@ struct StrChild {
 pub struct Projector {
     lim: McpLimits,
     treat: Treat,
+    /// The message is a typed tool's result (whole or an error).
+    typed: bool,
     /// The limits in force for this message (whole-only for typed tools).
     eff: McpLimits,
     lex: Tokenizer,
@@ -375,6 +377,7 @@ impl Projector {
         let mut p = Projector {
             lim,
             treat: Treat::Pass,
+            typed: false,
             eff: lim,
             lex: Tokenizer::new(lim.max_nesting),
             out: Out::default(),
@@ -429,6 +432,7 @@ impl Projector {
             Treat::ToolResult(c) if c.typed => self.lim.whole_only(),
             _ => self.lim,
         };
+        self.typed = matches!(&treat, Treat::ToolResult(c) if c.typed);
         self.treat = treat;
         self.lex.reset();
         self.out.reset();
@@ -518,32 +522,10 @@ impl Projector {
         Ok(&self.rec)
     }
 
-    fn is_typed(&self) -> bool {
-        matches!(&self.treat, Treat::ToolResult(c) if c.typed)
-    }
-
-    /// Room a listed path may take: the result ceiling's own room (not an inner
-    /// scope's). A typed result's output is replaced if anything is cut, so its
-    /// record lists freely (the error result drops paths if they do not fit).
-    fn path_room(&self) -> u64 {
-        if !self.bounded() || self.is_typed() {
-            u64::MAX
-        } else {
-            self.out.room(0)
-        }
-    }
-
-    fn sync_reserve(&mut self, before: usize) {
-        let grown = self.rec.paths_len().saturating_sub(before) as u64;
-        self.out.record_reserve += grown;
-    }
-
     fn step(&mut self, tok: Tok, chunk: &[u8], pos: usize) -> Result<(), Error> {
         if self.done {
             return Ok(());
         }
-        let paths_before = self.rec.paths_len();
-        self.rec.path_room = self.path_room();
         let forward = self.vb_act.is_some() || self.driver(tok, chunk, pos);
         if let (true, Some(act)) = (forward, self.vb_act) {
             let step = self
@@ -561,11 +543,8 @@ impl Projector {
                 }
             }
         }
-        if self.bounded() && !self.is_typed() {
-            self.sync_reserve(paths_before);
-        }
-        if self.eff.max_result_bytes != u64::MAX
-            && matches!(&self.treat, Treat::ToolResult(c) if c.typed)
+        if self.typed
+            && self.eff.max_result_bytes != u64::MAX
             && !self.typed_failed
             && self.result_mark.is_some()
             && !self.result_done
@@ -579,12 +558,8 @@ impl Projector {
     /// Record a cut at the current path, listing the path only if the record
     /// still has room for it inside the result ceiling.
     fn add_cut(&mut self, kind: BudgetKind, count: u64) {
-        let before = self.rec.paths_len();
-        self.rec.path_room = self.path_room();
-        self.rec.add(kind, count, self.path.get());
-        if self.bounded() && !self.is_typed() {
-            self.out.record_reserve += self.rec.paths_len().saturating_sub(before) as u64;
-        }
+        self.out
+            .add_cut(&mut self.rec, kind, count, self.path.get());
     }
 
     fn top_depth(&self) -> u32 {
@@ -964,6 +939,9 @@ impl Projector {
         if level == Level::Result {
             self.path.clear();
             self.out.record_reserve = RECORD_RESERVE;
+            // The record goes inside the result (a typed result's output is
+            // replaced if anything is cut, so its record lists freely).
+            self.out.record_inside = !self.typed;
             self.out.reserved += IS_ERROR_RESERVE + RESULT_TYPE_RESERVE;
             self.reserve_is_error = true;
             self.reserve_result_type = true;
@@ -1085,7 +1063,7 @@ impl Projector {
                     self.out.reserved = f.reserved_at_open;
                     if let Some((m, text_left, paths_len)) = self.block_mark.take() {
                         let grown = self.rec.paths_len().saturating_sub(paths_len) as u64;
-                        if self.bounded() && !self.is_typed() {
+                        if self.out.record_inside {
                             self.out.record_reserve = self.out.record_reserve.saturating_sub(grown);
                         }
                         self.rec.restore(&m);
@@ -1140,6 +1118,7 @@ impl Projector {
         }
         self.out.reserved = f.reserved_at_open;
         self.out.record_reserve = 0;
+        self.out.record_inside = false;
         self.out.close_scope(0);
         self.out.close_scope(1);
         if self.typed_failed {

@@ -5,7 +5,7 @@
 //! Positions are absolute stream positions (bytes ever written), so marks stay
 //! valid while committed bytes are handed out.
 
-use crate::record::BudgetKind;
+use crate::record::{BudgetKind, Record};
 
 /// A byte ceiling over part of the output.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +29,9 @@ pub(crate) struct Out {
     pub reserved: u64,
     /// Bytes owed to the truncation record; counts against scope 0 only.
     pub record_reserve: u64,
+    /// The record is written into this output (inside scope 0): each listed
+    /// path must fit the room of scope 0 and is then reserved.
+    pub record_inside: bool,
     /// While set, nothing at or after this position is committed.
     hold: Option<u64>,
     scopes: [Option<Scope>; 2],
@@ -165,6 +168,20 @@ impl Out {
         self.buf.splice(i..i, bytes.iter().copied());
     }
 
+    /// Record a cut; when the record lives inside this output, its path is
+    /// listed only if it fits the ceiling's room, and that room is then reserved.
+    pub fn add_cut(&mut self, rec: &mut Record, kind: BudgetKind, count: u64, path: Option<&[u8]>) {
+        if !self.record_inside {
+            rec.path_room = u64::MAX;
+            rec.add(kind, count, path);
+            return;
+        }
+        let before = rec.paths_len();
+        rec.path_room = self.room(0);
+        rec.add(kind, count, path);
+        self.record_reserve += rec.paths_len().saturating_sub(before) as u64;
+    }
+
     /// Hand the committed bytes to `dst`.
     pub fn drain_into(&mut self, dst: &mut Vec<u8>) {
         let n = (self.commit - self.base) as usize;
@@ -189,6 +206,7 @@ impl Out {
         self.commit = 0;
         self.reserved = 0;
         self.record_reserve = 0;
+        self.record_inside = false;
         self.hold = None;
         self.scopes = [None, None];
     }

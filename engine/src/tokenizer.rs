@@ -105,7 +105,8 @@ enum State {
     /// After the top-level value: whitespace only.
     Done,
     Str,
-    Num(NumSt),
+    /// Inside a number (its sub-state is `num_st`).
+    Num,
     Lit,
 }
 
@@ -306,6 +307,7 @@ pub struct Tokenizer {
     // --- number and literal state ---
     /// The number's first byte was classified by `start_value` but not consumed.
     num_first: bool,
+    num_st: NumSt,
     lit: Lit,
     lit_pos: u8,
 }
@@ -350,6 +352,7 @@ impl Tokenizer {
             key_buf: [0; KEY_CAP],
             key_len: 0,
             num_first: false,
+            num_st: NumSt::Int,
             lit: Lit::Null,
             lit_pos: 0,
         }
@@ -553,7 +556,8 @@ impl Tokenizer {
                         return Ok(t);
                     }
                 }
-                State::Num(st) => {
+                State::Num => {
+                    let st = self.num_st;
                     if let Some(t) = self.scan_number(chunk, pos, st)? {
                         return Ok(t);
                     }
@@ -629,7 +633,7 @@ impl Tokenizer {
                 }
             }
             State::Done => Err(self.err(ErrorKind::TrailingData, i)),
-            State::Str | State::Num(_) | State::Lit => Err(self.err(ErrorKind::Misuse, i)),
+            State::Str | State::Num | State::Lit => Err(self.err(ErrorKind::Misuse, i)),
         }
     }
 
@@ -684,10 +688,12 @@ impl Tokenizer {
             }
             b'-' | b'0'..=b'9' => {
                 // The number state machine consumes this first byte itself.
-                self.state = State::Num(NumSt::Minus);
-                if b != b'-' {
-                    self.state = State::Num(if b == b'0' { NumSt::Zero } else { NumSt::Int });
-                }
+                self.state = State::Num;
+                self.num_st = match b {
+                    b'-' => NumSt::Minus,
+                    b'0' => NumSt::Zero,
+                    _ => NumSt::Int,
+                };
                 // Leave pos at the first byte so the span includes it.
                 *pos = i;
                 self.num_first = true;
@@ -1073,7 +1079,8 @@ impl Tokenizer {
         }
         loop {
             let Some(&b) = chunk.get(i) else {
-                self.state = State::Num(st);
+                self.state = State::Num;
+                self.num_st = st;
                 if emit && i > start {
                     *pos = i;
                     return Ok(Some(Tok::NumSpan(start, i)));
@@ -1099,7 +1106,8 @@ impl Tokenizer {
                 (NumSt::Zero, b'0'..=b'9') => return Err(self.err(ErrorKind::InvalidNumber, i)),
                 (s, _) if s.can_end() => {
                     // The terminator is not part of the number.
-                    self.state = State::Num(st);
+                    self.state = State::Num;
+                    self.num_st = st;
                     if emit && i > start {
                         *pos = i;
                         return Ok(Some(Tok::NumSpan(start, i)));
@@ -1143,7 +1151,8 @@ impl Tokenizer {
     /// Announce the end of input; call repeatedly until [`Tok::Eof`] (or an error).
     /// May first return `NumEnd` (and `Skipped`) for a top-level number.
     pub fn next_eof(&mut self) -> Result<Tok, Error> {
-        if let State::Num(st) = self.state {
+        if self.state == State::Num {
+            let st = self.num_st;
             if st.can_end() {
                 let emit = self.skip.is_none();
                 let skipped = self.value_done();
