@@ -274,6 +274,8 @@ pub struct Tokenizer {
 
     // --- string state ---
     in_key: bool,
+    /// Decode the key (not while skipping: nobody reads it).
+    decode_key: bool,
     keep: bool,
     cut: bool,
     /// The cut happened because the decoded allowance ran out (else the encoded one).
@@ -331,6 +333,7 @@ impl Tokenizer {
             skip: None,
             ended: false,
             in_key: false,
+            decode_key: false,
             keep: true,
             cut: false,
             cut_by_dec: false,
@@ -519,6 +522,7 @@ impl Tokenizer {
     fn begin_string(&mut self, key: bool) {
         self.state = State::Str;
         self.in_key = key;
+        self.decode_key = key && self.skip.is_none();
         self.keep = self.skip.is_none();
         self.cut = false;
         self.cut_by_dec = false;
@@ -817,7 +821,7 @@ impl Tokenizer {
                     } else {
                         run
                     };
-                    if self.in_key {
+                    if self.decode_key {
                         self.push_key_bytes(bytes);
                     }
                     if self.keep {
@@ -872,7 +876,7 @@ impl Tokenizer {
                         if let Some((enc, dec, cp)) = inline_escape(chunk, i) {
                             self.dec_total += dec;
                             self.chars_total += 1;
-                            if self.in_key {
+                            if self.decode_key {
                                 let mut tmp = [0u8; 4];
                                 let len = encode_utf8(cp, &mut tmp);
                                 self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
@@ -911,7 +915,7 @@ impl Tokenizer {
                         self.unit_start = i;
                         self.held_len = 0;
                         self.prev_unit_bytes = 0;
-                        if self.in_key {
+                        if self.decode_key {
                             self.push_key_bytes(&[b]);
                         }
                         i += 1;
@@ -954,7 +958,7 @@ impl Tokenizer {
                 if b < self.utf_lo || b > self.utf_hi {
                     return Err(self.err(ErrorKind::InvalidUtf8, i - 1));
                 }
-                if self.in_key {
+                if self.decode_key {
                     self.push_key_bytes(&[b]);
                 }
                 self.utf_lo = 0x80;
@@ -986,7 +990,7 @@ impl Tokenizer {
                         _ => return Err(self.err(ErrorKind::InvalidEscape, i - 1)),
                     };
                     self.esc = Esc::None;
-                    if self.in_key {
+                    if self.decode_key {
                         self.push_key_bytes(&[decoded]);
                     }
                     if let Some(t) = self.unit_done(chunk, start, i, 1, pos) {
@@ -1014,7 +1018,7 @@ impl Tokenizer {
                             self.esc = Esc::None;
                             let mut tmp = [0u8; 4];
                             let len = encode_utf8(cp, &mut tmp);
-                            if self.in_key {
+                            if self.decode_key {
                                 self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
                             }
                             if let Some(t) = self.unit_done(chunk, start, i, len as u64, pos) {
@@ -1050,7 +1054,7 @@ impl Tokenizer {
                     }
                     let cp = 0x10000 + ((self.cp - 0xD800) << 10) + (self.low - 0xDC00);
                     self.esc = Esc::None;
-                    if self.in_key {
+                    if self.decode_key {
                         let mut tmp = [0u8; 4];
                         let len = encode_utf8(cp, &mut tmp);
                         self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
