@@ -310,10 +310,13 @@ impl Parser<'_> {
                 })
             }
             _ => {
-                while matches!(self.peek(), Some(b'0'..=b'9' | b'a'..=b'z' | b'E' | b'+' | b'-' | b'.')) {
+                while matches!(
+                    self.peek(),
+                    Some(b'0'..=b'9' | b'a'..=b'z' | b'E' | b'+' | b'-' | b'.')
+                ) {
                     self.i += 1;
                 }
-                (self.i > start).then(|| Node {
+                (self.i > start).then_some(Node {
                     span: start..self.i,
                     kind: Kind::Scalar,
                 })
@@ -430,7 +433,11 @@ pub fn check_limits(doc: &[u8], n: &Node, lim: &Limits, level: u64) {
         }
         Kind::Arr(items) => {
             if level > lim.max_depth as u64 {
-                assert!(items.is_empty(), "array at level {level} > max_depth {} is not empty", lim.max_depth);
+                assert!(
+                    items.is_empty(),
+                    "array at level {level} > max_depth {} is not empty",
+                    lim.max_depth
+                );
             }
             assert!(
                 items.len() as u64 <= lim.max_list_items,
@@ -444,7 +451,11 @@ pub fn check_limits(doc: &[u8], n: &Node, lim: &Limits, level: u64) {
         }
         Kind::Obj(m) => {
             if level > lim.max_depth as u64 {
-                assert!(m.is_empty(), "object at level {level} > max_depth {} is not empty", lim.max_depth);
+                assert!(
+                    m.is_empty(),
+                    "object at level {level} > max_depth {} is not empty",
+                    lim.max_depth
+                );
             }
             assert!(
                 m.len() as u64 <= lim.max_map_keys,
@@ -702,7 +713,7 @@ impl<'a> Gen<'a> {
                 // A run, to reach the limits cheaply.
                 let n = (self.u16() % 2048) as usize;
                 let c = b'A' + self.pick(26);
-                self.out.extend(std::iter::repeat(c).take(n));
+                self.out.resize(self.out.len() + n, c);
             }
             20 => {
                 let n = (self.byte() % 64) as usize;
@@ -1070,7 +1081,11 @@ pub fn tokenizer_one(data: &[u8]) {
     let split = tokenize(&chunks(data, &[at]));
     assert_eq!(whole, split, "split at {at} differs from whole");
     if data.len() <= 256 {
-        assert_eq!(whole, tokenize(&bytewise(data)), "1-byte chunks differ from whole");
+        assert_eq!(
+            whole,
+            tokenize(&bytewise(data)),
+            "1-byte chunks differ from whole"
+        );
     }
     match reference(data, DEFAULT_NESTING as usize) {
         None => assert!(whole.is_err(), "engine accepted nesting over its limit"),
@@ -1096,8 +1111,18 @@ pub fn tokenizer_one(data: &[u8]) {
                 } = ev
                 {
                     let s = decode_str(enc);
-                    assert_eq!(*dec_len, s.len() as u64, "decoded length of {:?}", show(enc));
-                    assert_eq!(*chars, s.chars().count() as u64, "characters of {:?}", show(enc));
+                    assert_eq!(
+                        *dec_len,
+                        s.len() as u64,
+                        "decoded length of {:?}",
+                        show(enc)
+                    );
+                    assert_eq!(
+                        *chars,
+                        s.chars().count() as u64,
+                        "characters of {:?}",
+                        show(enc)
+                    );
                     if *key {
                         let n = s.len().min(resultbudget::tokenizer::KEY_CAP);
                         assert_eq!(key_prefix.as_slice(), &s.as_bytes()[..n], "key prefix");
@@ -1109,9 +1134,16 @@ pub fn tokenizer_one(data: &[u8]) {
         Some(false) => assert!(whole.is_err(), "engine accepted what serde refuses"),
     }
     if let Err(e) = &whole {
-        assert!(e.offset() <= data.len() as u64, "error offset past the input: {e}");
+        assert!(
+            e.offset() <= data.len() as u64,
+            "error offset past the input: {e}"
+        );
         if e.kind() == ErrorKind::UnexpectedEnd {
-            assert_eq!(e.offset(), data.len() as u64, "UnexpectedEnd not at the end");
+            assert_eq!(
+                e.offset(),
+                data.len() as u64,
+                "UnexpectedEnd not at the end"
+            );
         }
     }
 }
@@ -1142,8 +1174,13 @@ impl BudgetCfg {
             max_map_keys: self.map.get(),
             max_string_bytes: self.string.get(),
             max_depth: self.depth.depth(),
-            max_result_bytes: self.result.get().max(resultbudget::limits::MIN_RESULT_BYTES),
-            max_nesting: self.nesting.map_or(DEFAULT_NESTING, |n| 1 + (n % 40) as u32),
+            max_result_bytes: self
+                .result
+                .get()
+                .max(resultbudget::limits::MIN_RESULT_BYTES),
+            max_nesting: self
+                .nesting
+                .map_or(DEFAULT_NESTING, |n| 1 + (n % 40) as u32),
         }
     }
 }
@@ -1175,7 +1212,7 @@ pub fn run_budget(lim: Limits, chunks: &[&[u8]]) -> BudgetRun {
 }
 
 /// Offset of the first bracket deeper than `max` in a valid document.
-fn too_deep_offset(doc: &[u8], n: &Node, level: u32, max: u32) -> Option<usize> {
+fn too_deep_offset(n: &Node, level: u32, max: u32) -> Option<usize> {
     let kids: Vec<&Node> = match &n.kind {
         Kind::Arr(items) => items.iter().collect(),
         Kind::Obj(m) => m.iter().map(|(_, v)| v).collect(),
@@ -1185,7 +1222,7 @@ fn too_deep_offset(doc: &[u8], n: &Node, level: u32, max: u32) -> Option<usize> 
         return Some(n.span.start);
     }
     kids.into_iter()
-        .find_map(|k| too_deep_offset(doc, k, level + 1, max))
+        .find_map(|k| too_deep_offset(k, level + 1, max))
 }
 
 pub fn budget_one(data: &[u8]) {
@@ -1220,12 +1257,18 @@ pub fn check_budget(doc: &[u8], lim: Limits, run: &BudgetRun) {
     let (res, out) = run;
     let nesting = lim.max_nesting as usize;
     let Some(valid) = reference(doc, DEFAULT_NESTING as usize) else {
-        assert!(res.is_err(), "engine accepted a document deeper than max_nesting");
+        assert!(
+            res.is_err(),
+            "engine accepted a document deeper than max_nesting"
+        );
         return;
     };
     let rec = match res {
         Err(e) => {
-            assert!(e.offset() <= doc.len() as u64, "error offset past the input: {e}");
+            assert!(
+                e.offset() <= doc.len() as u64,
+                "error offset past the input: {e}"
+            );
             if valid {
                 let tree = parse(doc);
                 assert_eq!(
@@ -1233,7 +1276,7 @@ pub fn check_budget(doc: &[u8], lim: Limits, run: &BudgetRun) {
                     ErrorKind::TooDeep,
                     "engine refused ({e}) a valid document"
                 );
-                let at = too_deep_offset(doc, &tree, 1, lim.max_nesting);
+                let at = too_deep_offset(&tree, 1, lim.max_nesting);
                 assert_eq!(at.map(|a| a as u64), Some(e.offset()), "TooDeep offset");
             }
             return;
@@ -1242,7 +1285,10 @@ pub fn check_budget(doc: &[u8], lim: Limits, run: &BudgetRun) {
     };
     assert!(valid, "engine accepted an invalid document");
     let tree = parse(doc);
-    assert!(tree.depth() <= nesting, "accepted nesting deeper than max_nesting");
+    assert!(
+        tree.depth() <= nesting,
+        "accepted nesting deeper than max_nesting"
+    );
     let outv = serde_unbounded(out);
     assert!(
         outv.is_ok(),
@@ -1270,7 +1316,10 @@ pub fn check_budget(doc: &[u8], lim: Limits, run: &BudgetRun) {
     assert_eq!(rec.truncated(), rec.omitted_count() > 0);
     assert_eq!(rec.budget_kind().is_some(), rec.truncated());
     let rj = serde_json::from_slice::<Value>(&rec.to_json()).expect("record JSON is valid");
-    assert_eq!(rj["omitted_count"].to_string(), rec.omitted_count().to_string());
+    assert_eq!(
+        rj["omitted_count"].to_string(),
+        rec.omitted_count().to_string()
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -1306,9 +1355,9 @@ pub struct McpCfg {
 impl McpCfg {
     pub fn limits(&self) -> McpLimits {
         McpLimits {
-            max_result_bytes: self
-                .result
-                .map_or(u64::MAX, |n| resultbudget::mcp::MIN_MCP_RESULT_BYTES + n as u64 % 8192),
+            max_result_bytes: self.result.map_or(u64::MAX, |n| {
+                resultbudget::mcp::MIN_MCP_RESULT_BYTES + n as u64 % 8192
+            }),
             max_text_bytes: self.text.get(),
             max_text_block_bytes: self.block.get(),
             max_content_blocks: self.blocks.get(),
@@ -1387,7 +1436,11 @@ fn block<'a>(g: &mut Gen<'a>) {
             ));
         }
         4 | 5 => {
-            let t: &'static [u8] = if kind == 4 { b"\"image\"" } else { b"\"audio\"" };
+            let t: &'static [u8] = if kind == 4 {
+                b"\"image\""
+            } else {
+                b"\"audio\""
+            };
             m.push(("type", Box::new(move |g: &mut Gen| g.put(t))));
             m.push(("data", Box::new(b64)));
             m.push(("mimeType", Box::new(|g: &mut Gen| g.put(b"\"image/png\""))));
@@ -1543,7 +1596,8 @@ fn mcp_doc<'a>(cfg: &McpCfg, body: &'a [u8]) -> Vec<u8> {
                     ));
                 }
                 for _ in 0..g.pick(3) {
-                    let k = ["debugDump", "nextCursor", "task", "requestState", "x"][g.pick(5) as usize];
+                    let k = ["debugDump", "nextCursor", "task", "requestState", "x"]
+                        [g.pick(5) as usize];
                     r.push((k, Box::new(|g: &mut Gen| g.value(2))));
                 }
                 g.shuffle(&mut r);
@@ -1627,13 +1681,20 @@ const STANDARD_FIELDS: &[&[u8]] = &[
 /// Every invariant of one projection of the message `doc`.
 pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
     let Some(valid) = reference(doc, DEFAULT_NESTING as usize) else {
-        assert!(run.res.is_err(), "engine accepted a document deeper than max_nesting");
+        assert!(
+            run.res.is_err(),
+            "engine accepted a document deeper than max_nesting"
+        );
         return;
     };
     let rec = match &run.res {
         Err(e) => {
             if valid {
-                assert_eq!(e.kind(), ErrorKind::TooDeep, "engine refused ({e}) a valid message");
+                assert_eq!(
+                    e.kind(),
+                    ErrorKind::TooDeep,
+                    "engine refused ({e}) a valid message"
+                );
             }
             return;
         }
@@ -1727,16 +1788,31 @@ fn check_result(
         .collect();
     match rec {
         Some(rec) if rec.truncated() => {
-        assert_eq!(records.len(), 1, "{} truncation records in the result", records.len());
-        let r: Value =
-            serde_json::from_slice(records[0].raw(out)).expect("the record is valid JSON");
-        assert_eq!(r["truncated"], Value::Bool(true));
-        assert_eq!(r["omitted_count"].to_string(), rec.omitted_count().to_string());
-        assert_eq!(r["original_bytes"].to_string(), run.original_bytes.to_string());
-        assert_eq!(run.original_bytes, ir.span.len() as u64, "original_bytes");
+            assert_eq!(
+                records.len(),
+                1,
+                "{} truncation records in the result",
+                records.len()
+            );
+            let r: Value =
+                serde_json::from_slice(records[0].raw(out)).expect("the record is valid JSON");
+            assert_eq!(r["truncated"], Value::Bool(true));
+            assert_eq!(
+                r["omitted_count"].to_string(),
+                rec.omitted_count().to_string()
+            );
+            assert_eq!(
+                r["original_bytes"].to_string(),
+                run.original_bytes.to_string()
+            );
+            assert_eq!(run.original_bytes, ir.span.len() as u64, "original_bytes");
         }
         Some(_) => assert!(records.is_empty(), "a truncation record with nothing cut"),
-        None => assert!(records.len() <= 1, "{} truncation records in a result", records.len()),
+        None => assert!(
+            records.len() <= 1,
+            "{} truncation records in a result",
+            records.len()
+        ),
     }
     // An error result never turns into a success.
     if ir.get_last(doc, b"isError").map(|v| v.raw(doc)) == Some(b"true") {
@@ -1748,7 +1824,10 @@ fn check_result(
     }
     if run.typed_failed {
         assert!(info.typed, "typed_failed for an untyped call");
-        assert_eq!(or.get_last(out, b"isError").map(|v| v.raw(out)), Some(&b"true"[..]));
+        assert_eq!(
+            or.get_last(out, b"isError").map(|v| v.raw(out)),
+            Some(&b"true"[..])
+        );
         return;
     }
     if info.typed {
@@ -1773,9 +1852,12 @@ fn check_result(
     // Content blocks and texts.
     let mut total = 0u64;
     for content in or.get_all(out, b"content") {
-        let Some(blocks) = content.items() else {
+        let Some(items) = content.items() else {
             continue;
         };
+        // Only objects are blocks: the engine passes other items (`null`, a
+        // number) through the generic budget without counting them.
+        let blocks: Vec<&Node> = items.iter().filter(|b| b.members().is_some()).collect();
         assert!(
             blocks.len() as u64 <= lim.max_content_blocks,
             "{} content blocks > max_content_blocks {}",
@@ -1908,7 +1990,9 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
                         "_meta",
                         Box::new(|g: &mut Gen| {
                             if g.flag() {
-                                g.put(b"{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}")
+                                g.put(
+                                    b"{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}",
+                                )
                             } else {
                                 g.value(1)
                             }
@@ -1959,7 +2043,11 @@ pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
         }
     }
     assert_eq!(again, early, "a reset guard gives another early verdict");
-    assert_eq!(g.finish(tool), verdict, "a reset guard gives another verdict");
+    assert_eq!(
+        g.finish(tool),
+        verdict,
+        "a reset guard gives another verdict"
+    );
     GuardRun { early, verdict }
 }
 
@@ -2018,20 +2106,34 @@ pub fn guard_one(data: &[u8]) {
     let points = split_points(doc.len(), &cfg.splits[..n]);
     let whole = run_guard(caps, tool, &[&doc]);
     let split = run_guard(caps, tool, &chunks(&doc, &points));
-    assert_eq!(
-        whole.early.is_some(),
-        split.early.is_some(),
-        "split at {points:?}: an early verdict in one run only ({:?} / {:?})",
-        whole.early,
-        split.early
-    );
-    assert_eq!(whole.verdict, split.verdict, "split at {points:?}: verdicts differ");
+    // On a line that is not valid JSON the guard measures up to the first error,
+    // and how much of the text before it was measured depends on the chunking
+    // (the tokenizer reports the error before the span that precedes it in the
+    // same chunk): verdicts are compared on valid lines only.
+    if valid_up_to(&doc, DEFAULT_NESTING as usize) == Some(true) {
+        assert_eq!(
+            whole.early.is_some(),
+            split.early.is_some(),
+            "split at {points:?}: an early verdict in one run only ({:?} / {:?})",
+            whole.early,
+            split.early
+        );
+        assert_eq!(
+            whole.verdict, split.verdict,
+            "split at {points:?}: verdicts differ"
+        );
+    }
     check_guard(&doc, caps, &whole);
+    check_guard(&doc, caps, &split);
 }
 
 pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
     if let Some(GuardVerdict::Cap { size, limit, .. }) = &run.early {
-        assert!(size > limit, "early verdict within its cap: {:?}", run.early);
+        assert!(
+            size > limit,
+            "early verdict within its cap: {:?}",
+            run.early
+        );
     }
     if run.early.is_some() {
         assert!(
@@ -2042,8 +2144,13 @@ pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
     }
     let request = doc.len() as u64;
     match &run.verdict {
-        None => assert!(request <= caps.max_request_bytes, "request over its cap passed"),
-        Some(GuardVerdict::Cap { cap, size, limit, .. }) => {
+        None => assert!(
+            request <= caps.max_request_bytes,
+            "request over its cap passed"
+        ),
+        Some(GuardVerdict::Cap {
+            cap, size, limit, ..
+        }) => {
             assert!(size > limit, "verdict within its cap: {:?}", run.verdict);
             if *cap == "max_request_bytes" {
                 assert_eq!(*size, request, "request size");
@@ -2072,8 +2179,16 @@ pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
         ("max_arg_depth", m.depth, caps.max_arg_depth),
         ("max_arg_keys", m.keys, caps.max_arg_keys),
         ("max_arg_items", m.items, caps.max_arg_items),
-        ("max_arg_string_bytes", m.string_bytes, caps.max_arg_string_bytes),
-        ("max_arg_string_chars", m.string_chars, caps.max_arg_string_chars),
+        (
+            "max_arg_string_bytes",
+            m.string_bytes,
+            caps.max_arg_string_bytes,
+        ),
+        (
+            "max_arg_string_chars",
+            m.string_chars,
+            caps.max_arg_string_chars,
+        ),
     ];
     let single = tree.get_all(doc, b"params").len() == 1
         && tree
@@ -2083,7 +2198,10 @@ pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
         Some(GuardVerdict::Cap { cap, size, .. }) => {
             if single {
                 if let Some((_, v, _)) = pairs.iter().find(|(n, _, _)| n == cap) {
-                    assert_eq!(size, v, "{cap}: the guard measured {size}, the arguments have {v}");
+                    assert_eq!(
+                        size, v,
+                        "{cap}: the guard measured {size}, the arguments have {v}"
+                    );
                 }
             }
         }
@@ -2096,5 +2214,98 @@ pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
                 );
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Replay helpers
+// ---------------------------------------------------------------------------
+
+/// The targets, by directory name under `fuzz/regressions/` and `fuzz/corpus/`.
+pub const TARGETS: &[&str] = &["tokenizer", "budget", "mcp", "guard"];
+
+/// Run one input through a target's checks (panics on a broken invariant).
+pub fn run_target(target: &str, data: &[u8]) {
+    match target {
+        "tokenizer" => tokenizer_one(data),
+        "budget" => budget_one(data),
+        "mcp" => mcp_one(data),
+        "guard" => guard_one(data),
+        _ => panic!("unknown fuzz target {target:?}"),
+    }
+}
+
+/// `b` as text with long runs of one character shortened to `c×N`.
+pub fn squash(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(b);
+    let mut out = String::new();
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        let mut n = 1;
+        while it.peek() == Some(&c) {
+            it.next();
+            n += 1;
+        }
+        if n > 8 {
+            out.push_str(&format!("{c}×{n}"));
+        } else {
+            for _ in 0..n {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The document an input stands for (the body itself for `tokenizer`).
+pub fn document(target: &str, data: &[u8]) -> Vec<u8> {
+    match target {
+        "budget" => {
+            let (cfg, body): (BudgetCfg, _) = header(data);
+            budget_doc(&cfg, body)
+        }
+        "mcp" => {
+            let (cfg, body): (McpCfg, _) = header(data);
+            mcp_doc(&cfg, body)
+        }
+        "guard" => {
+            let (cfg, body): (GuardCfg, _) = header(data);
+            guard_doc(&cfg, body)
+        }
+        _ => data.to_vec(),
+    }
+}
+
+/// What an input stands for: its config and document, for a failure report.
+pub fn describe(target: &str, data: &[u8]) -> String {
+    match target {
+        "budget" => {
+            let (cfg, body): (BudgetCfg, _) = header(data);
+            let doc = budget_doc(&cfg, body);
+            format!(
+                "{cfg:?}\nlimits: {:?}\ndocument: {}",
+                cfg.limits(),
+                squash(&doc)
+            )
+        }
+        "mcp" => {
+            let (cfg, body): (McpCfg, _) = header(data);
+            let doc = mcp_doc(&cfg, body);
+            let out = run_mcp(cfg.limits(), &cfg.treat(), &[&doc]);
+            format!(
+                "{cfg:?}\nlimits: {:?}\ntreat: {:?}\ndocument: {}\noutput: {}\nrecord: {:?}",
+                cfg.limits(),
+                cfg.treat(),
+                squash(&doc),
+                squash(&out.out),
+                out.res.as_ref().map(|r| squash(&r.to_json()))
+            )
+        }
+        "guard" => {
+            let (cfg, body): (GuardCfg, _) = header(data);
+            let doc = guard_doc(&cfg, body);
+            format!("{cfg:?}\ncaps: {:?}\nline: {}", cfg.caps(), squash(&doc))
+        }
+        _ => format!("document: {}", squash(data)),
     }
 }

@@ -284,6 +284,10 @@ enum Expect {
     Params,
     Args,
     Meta,
+    /// `params.name`: captured if it is a string.
+    Name,
+    /// `params._meta[protocolVersion]`: noted if it is a string.
+    Version,
 }
 
 /// A top-level argument the contract looks at.
@@ -623,9 +627,10 @@ impl Guard {
                         f.count += 1;
                         let c = f.count;
                         self.note(M::Keys, c);
-                        self.path.push_key(&key, complete);
+                        // A key's size is noted at its object's pointer, as while it streamed.
                         self.note(M::StrBytes, self.lex.string_decoded_len());
                         self.note(M::StrChars, self.lex.string_chars());
+                        self.path.push_key(&key, complete);
                         if self.frames.len() == 1 {
                             self.top_key = key;
                         }
@@ -637,11 +642,11 @@ impl Guard {
                 self.expect = Expect::None;
                 match (depth, key.as_slice()) {
                     (1, b"params") => self.expect = Expect::Params,
-                    (2, b"name") if self.params_open => self.name_capture = true,
+                    (2, b"name") if self.params_open => self.expect = Expect::Name,
                     (2, b"arguments") if self.params_open => self.expect = Expect::Args,
                     (2, b"_meta") if self.params_open => self.expect = Expect::Meta,
                     (3, b"io.modelcontextprotocol/protocolVersion") if self.meta_open => {
-                        self.modern_capture = true;
+                        self.expect = Expect::Version;
                     }
                     _ => self.lex.skip_one(depth),
                 }
@@ -658,7 +663,13 @@ impl Guard {
                         (Expect::Params, 2, true) => self.params_open = true,
                         (Expect::Meta, 3, true) => self.meta_open = true,
                         (Expect::Args, 3, _) => {
+                            // A duplicate `arguments` is measured too (readers keep the
+                            // last one; every one must hold the caps); its top-level
+                            // members replace the earlier ones'.
                             self.args_start = Some(self.lex.offset_at(pos).saturating_sub(1));
+                            self.args_bytes = None;
+                            self.frames.clear();
+                            self.top = TopArg::default();
                             self.path.clear();
                             self.path.push_key(b"arguments", true);
                         }
@@ -700,7 +711,18 @@ impl Guard {
                 }
             }
             Tok::StrBegin { key: false } | Tok::Lit(_) => {
-                self.expect = Expect::None;
+                let expect = std::mem::replace(&mut self.expect, Expect::None);
+                if tok == (Tok::StrBegin { key: false }) {
+                    match expect {
+                        Expect::Name => {
+                            // The last `name` wins, as in every JSON reader.
+                            self.name.clear();
+                            self.name_capture = true;
+                        }
+                        Expect::Version => self.modern_capture = true,
+                        _ => {}
+                    }
+                }
                 if in_args {
                     self.child_start();
                     if let Tok::Lit(_) = tok {
@@ -734,6 +756,9 @@ impl Guard {
                 }
             }
             Tok::NumSpan(a, b) => {
+                if self.expect != Expect::None && !in_args {
+                    self.expect = Expect::None;
+                }
                 if in_args {
                     if self.num_start.is_none() {
                         self.child_start();

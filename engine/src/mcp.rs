@@ -883,12 +883,18 @@ impl Projector {
             Act::Drop(_) => false,
             _ => {
                 let lim = match act {
-                    Act::Pass | Act::Id => Limits {
+                    // A message that is not an object (or is not budgeted) passes as it is.
+                    Act::Pass | Act::Id | Act::Descend(Level::Envelope) => Limits {
                         max_nesting: self.lim.max_nesting,
                         ..Limits::UNLIMITED
                     },
                     _ => self.eff.free(),
                 };
+                if act == Act::Descend(Level::Result) {
+                    // A `result` that is not an object: generic limits, and still the ceiling.
+                    self.out
+                        .open_scope(0, self.eff.max_result_bytes, BudgetKind::ResultBytes);
+                }
                 if act == Act::Structured {
                     self.out.open_scope(
                         1,
@@ -939,9 +945,8 @@ impl Projector {
         if level == Level::Result {
             self.path.clear();
             self.out.record_reserve = RECORD_RESERVE;
-            // The record goes inside the result (a typed result's output is
-            // replaced if anything is cut, so its record lists freely).
-            self.out.record_inside = !self.typed;
+            // The record goes inside the result: its paths take room from the ceiling.
+            self.out.record_inside = true;
             self.out.reserved += IS_ERROR_RESERVE + RESULT_TYPE_RESERVE;
             self.reserve_is_error = true;
             self.reserve_result_type = true;
@@ -1083,12 +1088,7 @@ impl Projector {
                     self.block_hold = false;
                 }
                 self.child_end();
-                if let Some(p) = self.frames.last() {
-                    if p.level == Level::Content && p.kept >= self.eff.max_content_blocks {
-                        self.lex.skip_rest(self.top_depth(), 0);
-                        self.dskip = Some(DSkip::ContentTail);
-                    }
-                }
+                self.check_content_tail();
             }
             Level::Meta => {
                 let at = self.out.pos();
@@ -1172,6 +1172,7 @@ impl Projector {
     fn vb_done(&mut self, act: Act) {
         match act {
             Act::Structured => self.out.close_scope(1),
+            Act::Descend(Level::Result) => self.out.close_scope(0),
             Act::Id => {
                 if let Some(m) = self.id_mark.take() {
                     let bytes = self.out.tail_from(m);
@@ -1188,12 +1189,27 @@ impl Projector {
             _ => {}
         }
         self.child_end();
+        self.check_content_tail();
+    }
+
+    /// After a content item: stop at `max_content_blocks` (items that are not
+    /// objects count too).
+    fn check_content_tail(&mut self) {
+        if let Some(p) = self.frames.last() {
+            if p.level == Level::Content && p.kept >= self.eff.max_content_blocks {
+                self.lex.skip_rest(self.top_depth(), 0);
+                self.dskip = Some(DSkip::ContentTail);
+            }
+        }
     }
 
     fn vb_omitted(&mut self, act: Act) {
         let kind = self.vb.root_omitted_kind;
         if act == Act::Structured {
             self.out.close_scope(1);
+        }
+        if act == Act::Descend(Level::Result) {
+            self.out.close_scope(0);
         }
         if let Some(f) = self.frames.last_mut() {
             f.kept = f.kept.saturating_sub(1);
