@@ -213,7 +213,7 @@ pub fn list_item(i: usize, out: &mut Vec<u8>) {
         "{{\"id\":{i},\"name\":\"item-{i}\",\"price\":{}.{:02},\"tags\":[\"red\",\"blue\"],\"active\":{},\"owner\":null}}",
         i % 1000,
         i % 100,
-        if i % 3 == 0 { "true" } else { "false" }
+        if i.is_multiple_of(3) { "true" } else { "false" }
     );
 }
 

@@ -82,6 +82,10 @@ impl BudgetArgs {
     }
 }
 
+/// Output of one line `filter` holds before it streams it on (only reached
+/// without a byte ceiling).
+pub const MAX_HOLD: usize = 8 * 1024 * 1024;
+
 /// Size of the chunks read from stdin.
 pub const READ_CHUNK: usize = 64 * 1024;
 
@@ -279,6 +283,8 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     let mut failed = false;
     let mut line_no = 0u64;
     let mut in_bytes = 0u64;
+    let mut out_bytes = 0u64;
+    let mut streamed = false;
     p.begin(Treat::ToolResult(call.clone()));
     let mut blank = true;
     loop {
@@ -301,6 +307,16 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         eprintln!("resultbudget: line {}: {e}", line_no + 1);
                     }
                 }
+                // A line is held so a broken one can be replaced whole; past
+                // MAX_HOLD (only without a ceiling) it streams instead.
+                if !failed && out.len() > MAX_HOLD {
+                    if stdout.write_all(&out).is_err() {
+                        return 1;
+                    }
+                    out_bytes += out.len() as u64;
+                    out.clear();
+                    streamed = true;
+                }
             }
             crate::framing::Piece::End | crate::framing::Piece::Eof { partial: true } => {
                 line_no += 1;
@@ -313,7 +329,11 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                             eprintln!("resultbudget: line {line_no}: {e}");
                         }
                     }
-                    if failed {
+                    if failed && streamed {
+                        // Part of the line is out: end it, so the next line stays a line.
+                        out.clear();
+                        eprintln!("resultbudget: line {line_no}: broken after {out_bytes} bytes were written");
+                    } else if failed {
                         out.clear();
                         crate::jsonrpc::parse_error_line(&mut out, p.id());
                     } else {
@@ -324,7 +344,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         if args.summary {
                             eprintln!(
                                 "line {line_no}: {}",
-                                summarize(p.record(), in_bytes, out.len() as u64)
+                                summarize(p.record(), in_bytes, out_bytes + out.len() as u64)
                             );
                         }
                     }
@@ -337,6 +357,8 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 failed = false;
                 blank = true;
                 in_bytes = 0;
+                out_bytes = 0;
+                streamed = false;
                 p.begin(Treat::ToolResult(call.clone()));
                 if matches!(ev, crate::framing::Piece::Eof { .. }) {
                     break;

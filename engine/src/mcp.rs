@@ -349,6 +349,8 @@ pub struct Projector {
     id_hold: bool,
     id: Vec<u8>,
     block_hold: bool,
+    /// The hold of a text string in progress (when no block hold covers it).
+    text_hold: bool,
     /// At a block's start: the record, the text budget and the listed paths'
     /// size, restored if the block is dropped (its inner cuts vanish with it).
     block_mark: Option<(RecordMark, u64, usize)>,
@@ -405,6 +407,7 @@ impl Projector {
             id_hold: false,
             id: Vec::with_capacity(64),
             block_hold: false,
+            text_hold: false,
             block_mark: None,
             error_at: None,
             dskip: None,
@@ -457,6 +460,7 @@ impl Projector {
         self.id_hold = false;
         self.id.clear();
         self.block_hold = false;
+        self.text_hold = false;
         self.block_mark = None;
         self.error_at = None;
         self.dskip = None;
@@ -774,10 +778,18 @@ impl Projector {
             }
         }
         self.str_child = None;
+        self.drop_text_hold();
         self.vb_act = None;
         self.pending = None;
         self.lex.skip_rest(b as u32 + 1, 0);
         self.dskip = Some(DSkip::BlockFail);
+    }
+
+    fn drop_text_hold(&mut self) {
+        if self.text_hold {
+            self.out.release();
+            self.text_hold = false;
+        }
     }
 
     fn fail_typed(&mut self) {
@@ -787,6 +799,7 @@ impl Projector {
         self.typed_failed = true;
         self.vb_act = None;
         self.str_child = None;
+        self.drop_text_hold();
         self.pending = None;
         self.frames.truncate(r + 1);
         if let Some(m) = self.result_mark {
@@ -952,7 +965,9 @@ impl Projector {
             self.reserve_result_type = true;
         }
         if level == Level::Block {
-            if !self.out.is_held() {
+            // A block is held so it can be dropped whole; without a ceiling it
+            // can never need to be (nothing is short of room), so it streams.
+            if !self.out.is_held() && self.eff.max_result_bytes != u64::MAX {
                 self.out.hold_here_at(self.key_mark);
                 self.block_hold = true;
             }
@@ -996,6 +1011,12 @@ impl Projector {
             _ => u64::MAX,
         };
         self.lex.set_string_allowance(dec_allow, enc_allow);
+        if act == Act::Text && !self.out.is_held() {
+            // A cut text is backed off to make room for its marker: its kept
+            // bytes (at most the text allowance) stay uncommitted until it ends.
+            self.out.hold_here();
+            self.text_hold = true;
+        }
         self.str_child = Some(StrChild {
             act,
             start: self.out.pos(),
@@ -1054,6 +1075,10 @@ impl Projector {
         }
         self.out.byte(b'"');
         self.out.reserved = self.out.reserved.saturating_sub(1);
+        if self.text_hold {
+            self.out.release();
+            self.text_hold = false;
+        }
         self.child_end();
     }
 

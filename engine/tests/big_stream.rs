@@ -240,3 +240,82 @@ fn budget_300mb_stream_default_limits() {
 fn budget_64mb_stream_default_limits() {
     run(64_000_000, false);
 }
+
+/// Without any budget, `filter` must still stream a huge line: its memory stays
+/// bounded by the hold (8 MiB), not by the line (here 96 MB of content blocks).
+#[test]
+fn filter_without_budgets_streams_a_huge_line() {
+    use std::io::Write;
+    let bin = env!("CARGO_BIN_EXE_resultbudget");
+    let mut child = std::process::Command::new("/usr/bin/time")
+        .args(["-f", "%M", bin, "filter"])
+        .args([
+            "--max-result-bytes",
+            "none",
+            "--max-text-bytes",
+            "none",
+            "--max-text-block-bytes",
+            "none",
+            "--max-content-blocks",
+            "none",
+            "--max-list-items",
+            "none",
+            "--max-map-keys",
+            "none",
+            "--max-string-bytes",
+            "none",
+            "--max-depth",
+            "none",
+            "--max-structured-bytes",
+            "none",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("/usr/bin/time runs the filter");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let block = format!(
+            "{{\"type\":\"text\",\"text\":\"{}\"}}",
+            "abcdefgh".repeat(128 * 1024)
+        );
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[")
+            .unwrap();
+        for i in 0..96 {
+            if i > 0 {
+                stdin.write_all(b",").unwrap();
+            }
+            stdin.write_all(block.as_bytes()).unwrap();
+        }
+        stdin.write_all(b"]}}\n").unwrap();
+    });
+    let mut out = child.stdout.take().unwrap();
+    let mut n = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut tail = Vec::new();
+    loop {
+        let k = std::io::Read::read(&mut out, &mut buf).unwrap();
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+        tail.extend_from_slice(&buf[..k]);
+        if tail.len() > 64 {
+            tail.drain(..tail.len() - 64);
+        }
+    }
+    writer.join().unwrap();
+    let res = child.wait_with_output().unwrap();
+    assert!(res.status.success());
+    let err = String::from_utf8_lossy(&res.stderr);
+    let peak_kib: u64 = err.lines().last().unwrap().trim().parse().unwrap();
+    assert!(n > 96 * 1024 * 1024, "everything passes: {n}");
+    assert!(
+        tail.ends_with(b"\"}]}}\n"),
+        "{:?}",
+        String::from_utf8_lossy(&tail)
+    );
+    assert!(peak_kib < 24 * 1024, "peak RSS {peak_kib} KiB");
+}

@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""Turn criterion's output into docs/performance.md and docs/performance-chart.svg.
+
+Reads target/criterion/**/new/{benchmark.json,estimates.json} (written by
+`cargo bench -p resultbudget-benches --bench throughput`), the proxy bench's
+target/rb-proxy-bench.json and the run environment target/rb-bench-env.json
+(both written by benches/run.sh), and the hand-written analysis in
+benches/performance-notes.md. Python standard library only; the SVG is drawn
+here.
+
+    python3 benches/report.py [--target DIR] [--out FILE.md] [--svg FILE.svg]
+"""
+
+import argparse
+import glob
+import html
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# Columns of the table, in order, with a label and a chart colour.
+IMPLS = [
+    ("rb_pass_64k", "resultbudget pass-through, 64 KiB chunks", "#1f77b4"),
+    ("rb_pass_4k", "resultbudget pass-through, 4 KiB chunks", "#6baed6"),
+    ("rb_budget_64k", "resultbudget budgeted (64 KiB result)", "#08306b"),
+    ("rb_skip", "resultbudget skipping an over-budget tail", "#17becf"),
+    ("serde_value_pass", "serde_json Value round trip", "#d62728"),
+    ("serde_value_budget", "serde_json Value + truncation walk", "#ff9896"),
+    ("serde_ignored", "serde_json IgnoredAny (validate only)", "#ff7f0e"),
+    ("simd_dom", "simd-json DOM round trip", "#2ca02c"),
+    ("struson_copy", "struson streaming copy", "#9467bd"),
+    ("memcpy", "memcpy", "#7f7f7f"),
+]
+LABEL = {k: l for k, l, _ in IMPLS}
+COLOR = {k: c for k, _, c in IMPLS}
+
+# Inputs, in order, with a description.
+INPUTS = [
+    ("twitter", "json-benchmark twitter.json (generic `Budget`)"),
+    ("citm_catalog", "json-benchmark citm_catalog.json (generic `Budget`)"),
+    ("canada", "json-benchmark canada.json (generic `Budget`)"),
+    ("mcp_text", "tools/call line, one escape-rich 20 MB text block (`Projector`)"),
+    ("mcp_list", "tools/call line, structuredContent list of 300 000 objects (`Projector`)"),
+    ("mcp_deep", "tools/call line, 1 000 chains of 200-deep objects (`Projector`)"),
+    ("mcp_image", "tools/call line, a 2 MB base64 image block (`Projector`)"),
+    ("skip_list", "generic 20 MB list budgeted to 10 items (`Budget`)"),
+    ("skip_text", "the 20 MB text line budgeted to 60 KiB of text (`Projector`)"),
+]
+DESC = dict(INPUTS)
+
+
+def load(target):
+    """{(group, function): {"bytes", "ns", "lo", "hi", "mad"}} from criterion's output."""
+    res = {}
+    for bj in glob.glob(os.path.join(target, "criterion", "**", "new", "benchmark.json"), recursive=True):
+        d = os.path.dirname(bj)
+        try:
+            with open(bj) as f:
+                b = json.load(f)
+            with open(os.path.join(d, "estimates.json")) as f:
+                e = json.load(f)
+        except (OSError, ValueError):
+            continue
+        tp = (b.get("throughput") or {}).get("Bytes")
+        if not tp:
+            continue
+        med = e["median"]
+        res[(b["group_id"], b["function_id"])] = {
+            "bytes": tp,
+            "ns": med["point_estimate"],
+            "lo": med["confidence_interval"]["lower_bound"],
+            "hi": med["confidence_interval"]["upper_bound"],
+            "mad": e["median_abs_dev"]["point_estimate"],
+        }
+    return res
+
+
+def mbps(r):
+    return r["bytes"] / (r["ns"] / 1e9) / 1e6
+
+
+def fmt_mbps(v):
+    if v is None:
+        return "–"
+    if v >= 10000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    return f"{v:.1f}"
+
+
+def fmt_ratio(v):
+    if v is None:
+        return "–"
+    return f"{v:.2f}×" if v < 10 else f"{v:.1f}×"
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def machine():
+    model, cores, threads = "", "", ""
+    for line in sh(["lscpu"]).splitlines():
+        k, _, v = line.partition(":")
+        v = v.strip()
+        if k == "Model name":
+            model = v
+        elif k == "CPU(s)":
+            threads = v
+        elif k == "Core(s) per socket":
+            cores = v
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    fl = line.split(":", 1)[1].split()
+                    flags = ", ".join(x for x in ("sse2", "sse4_2", "avx2", "avx512f") if x in fl)
+                    break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+            mem = f"{kb / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "model": model or platform.processor() or "unknown",
+        "cpus": threads,
+        "cores": cores,
+        "flags": flags,
+        "mem": mem,
+        "rustc": sh(["rustc", "--version"]),
+        "kernel": platform.release(),
+    }
+
+
+# ---------------------------------------------------------------- ratios
+
+# (key, claim, numerator, denominator, target, which groups)
+GENERIC_GROUPS = ["twitter", "citm_catalog", "canada", "mcp_text", "mcp_list", "mcp_deep", "mcp_image"]
+RATIOS = [
+    ("budget_vs_serde", "budgeting ≥ 20× serde_json's Value round trip (Value + truncation walk + to_vec)",
+     "rb_budget_64k", "serde_value_budget", 20.0, GENERIC_GROUPS),
+    ("pass_vs_serde", "(for reference) pass-through vs the Value round trip without cuts",
+     "rb_pass_64k", "serde_value_pass", None, GENERIC_GROUPS),
+    ("budget_vs_ignored", "budgeting ≥ 2× serde_json IgnoredAny",
+     "rb_budget_64k", "serde_ignored", 2.0, GENERIC_GROUPS),
+    ("pass_vs_ignored", "(for reference) pass-through vs IgnoredAny",
+     "rb_pass_64k", "serde_ignored", None, GENERIC_GROUPS),
+    ("budget_vs_struson", "budgeting ≥ 10× the streaming peer (struson copy)",
+     "rb_budget_64k", "struson_copy", 10.0, GENERIC_GROUPS),
+    ("pass_vs_struson", "(for reference) pass-through vs struson copy",
+     "rb_pass_64k", "struson_copy", None, GENERIC_GROUPS),
+    ("skip_vs_memcpy", "skipping an over-budget tail ≥ 0.3× memcpy",
+     "rb_skip", "memcpy", 0.3, ["skip_list", "skip_text"]),
+    ("chunk4k_vs_64k", "4 KiB chunks ≥ 0.9× the speed of 64 KiB chunks (pass-through)",
+     "rb_pass_4k", "rb_pass_64k", 0.9, GENERIC_GROUPS),
+]
+
+
+def ratio_rows(res):
+    rows = []
+    for key, claim, num, den, target, groups in RATIOS:
+        per = []
+        for g in groups:
+            a, b = res.get((g, num)), res.get((g, den))
+            if a and b:
+                per.append((g, mbps(a) / mbps(b)))
+        geo = math.exp(sum(math.log(v) for _, v in per) / len(per)) if per else None
+        worst = min((v for _, v in per), default=None)
+        if target is None:
+            verdict = "reference"
+        elif not per:
+            verdict = "not measured"
+        elif all(v >= target for _, v in per):
+            verdict = "**met**"
+        elif any(v >= target for _, v in per):
+            verdict = f"**NOT met** (met on {sum(v >= target for _, v in per)} of {len(per)} inputs)"
+        else:
+            verdict = "**NOT met**"
+        rows.append({"key": key, "claim": claim, "per": per, "geo": geo, "worst": worst,
+                     "target": target, "verdict": verdict})
+    return rows
+
+
+# ---------------------------------------------------------------- chart
+
+def svg_chart(res, path):
+    groups = [g for g, _ in INPUTS if any((g, k) in res for k, _, _ in IMPLS)]
+    impls_of = {g: [k for k, _, _ in IMPLS if (g, k) in res] for g in groups}
+    bar_h, gap, left, right, top = 11, 14, 150, 90, 56
+    width = 1000
+    plot_w = width - left - right
+    vals = [mbps(r) for r in res.values()]
+    if not vals:
+        return
+    lo_v = 10 ** math.floor(math.log10(max(min(vals), 1e-3)))
+    hi_v = 10 ** math.ceil(math.log10(max(vals)))
+
+    def x(v):
+        return left + plot_w * (math.log10(v) - math.log10(lo_v)) / (math.log10(hi_v) - math.log10(lo_v))
+
+    legend_rows = math.ceil(len(IMPLS) / 2)
+    height = top + sum(len(impls_of[g]) * bar_h + gap for g in groups) + 40 + legend_rows * 16
+    out = []
+    out.append(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+               f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">')
+    out.append(f'<rect width="{width}" height="{height}" fill="white"/>')
+    out.append(f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="15" font-weight="bold">'
+               'Throughput by input and implementation (MB/s, log scale, median; higher is better)</text>')
+    # Grid and axis labels.
+    plot_bottom = height - 40 - legend_rows * 16
+    e = math.log10(lo_v)
+    while e <= math.log10(hi_v) + 1e-9:
+        v = 10 ** e
+        xx = x(v)
+        out.append(f'<line x1="{xx:.1f}" y1="{top - 8}" x2="{xx:.1f}" y2="{plot_bottom}" stroke="#ccc"/>')
+        lab = f"{v:,.0f}" if v >= 1 else f"{v:g}"
+        out.append(f'<text x="{xx:.1f}" y="{top - 12}" text-anchor="middle" fill="#555">{lab}</text>')
+        for m in range(2, 10):
+            mv = v * m
+            if mv < hi_v:
+                out.append(f'<line x1="{x(mv):.1f}" y1="{top - 4}" x2="{x(mv):.1f}" y2="{plot_bottom}" '
+                           'stroke="#eee"/>')
+        e += 1
+    y = top
+    for g in groups:
+        n = len(impls_of[g])
+        out.append(f'<text x="{left - 8}" y="{y + n * bar_h / 2 + 4:.1f}" text-anchor="end" '
+                   f'font-weight="bold">{html.escape(g)}</text>')
+        for k in impls_of[g]:
+            r = res[(g, k)]
+            v = mbps(r)
+            w = max(x(v) - left, 1)
+            title = f"{g} / {LABEL[k]}: {fmt_mbps(v)} MB/s"
+            out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{COLOR[k]}">'
+                       f'<title>{html.escape(title)}</title></rect>')
+            out.append(f'<text x="{left + w + 3:.1f}" y="{y + bar_h - 3}" fill="#333" font-size="9">'
+                       f'{fmt_mbps(v)}</text>')
+            y += bar_h
+        y += gap
+        out.append(f'<line x1="{left}" y1="{y - gap / 2:.1f}" x2="{width - right}" y2="{y - gap / 2:.1f}" '
+                   'stroke="#999" stroke-dasharray="2,3"/>')
+    # Legend.
+    ly = plot_bottom + 20
+    for i, (k, label, color) in enumerate(IMPLS):
+        lx = 20 + (i % 2) * (width / 2)
+        yy = ly + (i // 2) * 16
+        out.append(f'<rect x="{lx}" y="{yy - 9}" width="12" height="10" fill="{color}"/>')
+        out.append(f'<text x="{lx + 18}" y="{yy}">{html.escape(label)} ({k})</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+# ---------------------------------------------------------------- markdown
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def markdown(res, ratios, proxy, env, mach, svg_rel, notes):
+    L = []
+    L.append("# Performance")
+    L.append("")
+    L.append("Generated by `benches/report.py` from criterion's output; the analysis at the end is "
+             "`benches/performance-notes.md`. Re-run everything with `bash benches/run.sh`.")
+    L.append("")
+    L.append("## Machine and command")
+    L.append("")
+    L.append(f"- CPU: {mach['model']} — {mach['cpus']} logical CPUs ({mach['cores']} cores per socket); "
+             f"SIMD: {mach['flags']}; memory {mach['mem']}; Linux {mach['kernel']}")
+    L.append(f"- Compiler: {mach['rustc']}; profile `bench` (opt-level 3, debug=1, no LTO, "
+             "no `target-cpu=native`: the engine picks AVX2/SSE2 at run time)")
+    if env:
+        L.append(f"- Engine: commit `{env.get('commit', '?')}`")
+        L.append(f"- Command: `{env.get('command', '')}`")
+        L.append(f"- Run: {env.get('start', '?')} → {env.get('end', '?')}; load average before "
+                 f"`{env.get('load_before', '?')}`, after `{env.get('load_after', '?')}`")
+        if env.get("others"):
+            L.append(f"- Other processes seen using ≥ 25% of a CPU during the run (sampled every 20 s): {env['others']}")
+    L.append("- Numbers: the **median** of criterion's samples; MB/s = input bytes / time / 10⁶ "
+             "(decimal megabytes), counted on the input for every implementation.")
+    L.append("")
+    L.append("## Throughput (MB/s)")
+    L.append("")
+    cols = [k for k, _, _ in IMPLS if any((g, k) in res for g, _ in INPUTS)]
+    L.append("| input | size | " + " | ".join(f"`{k}`" for k in cols) + " |")
+    L.append("|---|---:|" + "---:|" * len(cols))
+    noisy = []
+    for g, _ in INPUTS:
+        row = [res.get((g, k)) for k in cols]
+        present = [r for r in row if r]
+        if not present:
+            continue
+        size = present[0]["bytes"] / 1e6
+        cells = []
+        for k, r in zip(cols, row):
+            if not r:
+                cells.append("–")
+                continue
+            cells.append(fmt_mbps(mbps(r)))
+            if r["mad"] / r["ns"] > 0.05:
+                noisy.append(f"{g}/{k} (±{100 * r['mad'] / r['ns']:.0f}%)")
+        L.append(f"| {g} | {size:.2f} MB | " + " | ".join(cells) + " |")
+    L.append("")
+    L.append("Inputs:")
+    L.append("")
+    for g, d in INPUTS:
+        if any(k[0] == g for k in res):
+            L.append(f"- `{g}`: {d}")
+    L.append("")
+    L.append("Implementations:")
+    L.append("")
+    for k, label, _ in IMPLS:
+        if k in cols:
+            L.append(f"- `{k}`: {label}")
+    L.append("")
+    if noisy:
+        L.append("Measurements whose median absolute deviation exceeds 5% of the median (noisy): "
+                 + ", ".join(noisy) + ".")
+        L.append("")
+    L.append(f"![throughput chart]({svg_rel})")
+    L.append("")
+    L.append("## The issue's targets")
+    L.append("")
+    L.append("Ratios of throughput (higher is better for the engine); a target is met only if it "
+             "holds on every input.")
+    L.append("")
+    L.append("| claim | target | worst | geo. mean | verdict |")
+    L.append("|---|---:|---:|---:|---|")
+    for r in ratios:
+        t = "–" if r["target"] is None else (f"≥ {r['target']:g}×")
+        L.append(f"| {r['claim']} | {t} | {fmt_ratio(r['worst'])} | {fmt_ratio(r['geo'])} | {r['verdict']} |")
+    L.append("")
+    L.append("Per input:")
+    L.append("")
+    groups = [g for g, _ in INPUTS if any(g == p[0] for r in ratios for p in r["per"])]
+    L.append("| ratio | " + " | ".join(groups) + " |")
+    L.append("|---|" + "---:|" * len(groups))
+    for r in ratios:
+        d = dict(r["per"])
+        cells = []
+        for g in groups:
+            v = d.get(g)
+            if v is None:
+                cells.append("")
+            else:
+                mark = "" if r["target"] is None else (" ✓" if v >= r["target"] else " ✗")
+                cells.append(fmt_ratio(v) + mark)
+        L.append(f"| {r['key']} | " + " | ".join(cells) + " |")
+    L.append("")
+    L.append("## Proxy")
+    L.append("")
+    if proxy:
+        lat_a, lat_p = proxy["latency_us"]["alone"], proxy["latency_us"]["proxy"]
+        big = proxy["big_bytes"]
+        sec = proxy["big_seconds"]
+        outb = proxy["big_out_bytes"]
+        L.append(f"`benches/benches/proxy.rs` drives the stdio server `rb-bench-server` (this crate's "
+                 f"binary) directly and through `{os.path.relpath(proxy['binary'], ROOT) if proxy['binary'].startswith('/') else proxy['binary']} proxy`, "
+                 "over pipes, timing with `std::time::Instant`.")
+        L.append("")
+        L.append(f"Small `tools/call` round trips ({proxy['small_round_trips']}, after 50 warm-up calls; "
+                 "a ~140-byte result that passes unchanged):")
+        L.append("")
+        L.append("| | p50 | p99 | mean |")
+        L.append("|---|---:|---:|---:|")
+        L.append(f"| server alone | {lat_a['p50']:.1f} µs | {lat_a['p99']:.1f} µs | {lat_a['mean']:.1f} µs |")
+        L.append(f"| through the proxy | {lat_p['p50']:.1f} µs | {lat_p['p99']:.1f} µs | {lat_p['mean']:.1f} µs |")
+        L.append(f"| **added by the proxy** | **{lat_p['p50'] - lat_a['p50']:.1f} µs** | "
+                 f"**{lat_p['p99'] - lat_a['p99']:.1f} µs** | {lat_p['mean'] - lat_a['mean']:.1f} µs |")
+        L.append("")
+        L.append(f"One {big / 1e6:.0f} MB `tools/call` result (one escape-rich text block; median of "
+                 f"{proxy['big_runs']} runs, from writing the request to reading the response's newline):")
+        L.append("")
+        L.append("| | time | MB/s (of the server's line) | bytes to the client |")
+        L.append("|---|---:|---:|---:|")
+        for key, label in (("alone", "server alone"), ("proxy_default", "proxy, default budget (64 KiB)"),
+                           ("proxy_unlimited", "proxy, budgets off (`none`)")):
+            L.append(f"| {label} | {sec[key]:.3f} s | {big / sec[key] / 1e6:,.0f} | {outb[key]:,} |")
+        L.append("")
+    else:
+        L.append("(not measured: run `bash benches/run.sh`)")
+        L.append("")
+    if notes:
+        L.append(notes.rstrip())
+        L.append("")
+    return "\n".join(L)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target", default=os.path.join(ROOT, "target"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"))
+    ap.add_argument("--svg", default=os.path.join(ROOT, "docs", "performance-chart.svg"))
+    ap.add_argument("--notes", default=os.path.join(HERE, "performance-notes.md"))
+    args = ap.parse_args()
+    res = load(args.target)
+    if not res:
+        sys.exit(f"no criterion results under {args.target}/criterion: run the benches first")
+    ratios = ratio_rows(res)
+    proxy = read_json(os.path.join(args.target, "rb-proxy-bench.json"))
+    env = read_json(os.path.join(args.target, "rb-bench-env.json"))
+    notes = ""
+    if os.path.exists(args.notes):
+        with open(args.notes) as f:
+            notes = f.read()
+    svg_chart(res, args.svg)
+    svg_rel = os.path.relpath(args.svg, os.path.dirname(os.path.abspath(args.out)))
+    md = markdown(res, ratios, proxy, env, machine(), svg_rel, notes)
+    with open(args.out, "w") as f:
+        f.write(md)
+    # A short summary on stdout.
+    for r in ratios:
+        print(f"{r['key']:20} worst {fmt_ratio(r['worst']):>8}  geo {fmt_ratio(r['geo']):>8}  {r['verdict']}")
+    print(f"wrote {args.out} and {args.svg}")
+
+
+if __name__ == "__main__":
+    main()
