@@ -87,29 +87,10 @@ impl Rng {
 }
 
 /// Remove insignificant whitespace from valid JSON: what the engine's
-/// pass-through output is (every other byte is copied as it stands).
-pub fn strip_ws(json: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(json.len());
-    let (mut in_str, mut esc) = (false, false);
-    for &b in json {
-        if in_str {
-            out.push(b);
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            if b == b'"' {
-                in_str = true;
-            }
-            out.push(b);
-        }
-    }
-    out
-}
+/// pass-through output is (the engine tests' oracle, shared).
+#[path = "../../engine/tests/common/strip.rs"]
+mod strip;
+pub use strip::strip_ws;
 
 /// JSON-encoded string content (no quotes) of about `bytes` bytes, rich in
 /// escapes (`\n`, `\"`, `\\`, `\t`, `\u00e9`, `\uD83D\uDE00`) and raw UTF-8
@@ -288,14 +269,6 @@ pub fn mcp_image(raw: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strip_ws_keeps_strings() {
-        assert_eq!(
-            strip_ws(b" { \"a b\" : [1, \"\\\" x\"] }\n"),
-            b"{\"a b\":[1,\"\\\" x\"]}"
-        );
-    }
 
     #[test]
     fn base64_lengths() {

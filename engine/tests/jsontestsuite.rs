@@ -11,8 +11,11 @@
 //! Every file is run whole, split into two chunks at every split point, and in
 //! 1-byte chunks; output, record and error (kind and offset) must not depend on
 //! the split.
+#[path = "common/strip.rs"]
+mod strip;
 use resultbudget::{Budget, Error, ErrorKind, Limits};
 use std::path::{Path, PathBuf};
+use strip::strip_ws;
 
 const SUITE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -81,39 +84,6 @@ fn assert_split_invariant(name: &str, doc: &[u8]) -> Outcome {
     let bytewise = run_bytewise(doc);
     assert_eq!(bytewise, whole, "{name}: 1-byte chunks differ from whole");
     whole
-}
-
-/// `doc` without insignificant whitespace (space, tab, LF, CR outside strings).
-/// Only meaningful for valid JSON.
-fn strip_ws(doc: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(doc.len());
-    let mut in_str = false;
-    let mut esc = false;
-    for &b in doc {
-        if in_str {
-            out.push(b);
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-        } else if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            out.push(b);
-            in_str = b == b'"';
-        }
-    }
-    out
-}
-
-#[test]
-fn strip_ws_respects_strings() {
-    assert_eq!(
-        strip_ws(b" [ 1 , \"a b\\\" \\\\\" ,\t{ \"k\" : \"\\\\\" } ]\n"),
-        { b"[1,\"a b\\\" \\\\\",{\"k\":\"\\\\\"}]".to_vec() }
-    );
-    assert_eq!(strip_ws(b"\"  \""), b"\"  \"".to_vec());
 }
 
 #[test]
