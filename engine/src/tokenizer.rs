@@ -222,7 +222,34 @@ fn hex4(s: &[u8], i: usize) -> Option<u32> {
 /// or invalid (the byte-wise machine then handles it).
 #[inline]
 fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
-    let c = match *s.get(i + 1)? {
+    let e = *s.get(i + 1)?;
+    if let Some(c) = simple_escape(e) {
+        return Some((2, 1, c as u32));
+    }
+    if e != b'u' {
+        return None;
+    }
+    let cp = hex4(s, i + 2)?;
+    match cp {
+        0xD800..=0xDBFF => {
+            if s.get(i + 6..i + 8)? != b"\\u" {
+                return None;
+            }
+            let low = hex4(s, i + 8)?;
+            if !(0xDC00..=0xDFFF).contains(&low) {
+                return None;
+            }
+            Some((12, 4, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)))
+        }
+        0xDC00..=0xDFFF => None,
+        _ => Some((6, char::from_u32(cp).map_or(1, |c| c.len_utf8()) as u64, cp)),
+    }
+}
+
+/// The byte a one-character escape (`\"`, `\n`, …) stands for.
+#[inline]
+fn simple_escape(e: u8) -> Option<u8> {
+    Some(match e {
         b'"' => b'"',
         b'\\' => b'\\',
         b'/' => b'/',
@@ -231,26 +258,8 @@ fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
         b'n' => b'\n',
         b'r' => b'\r',
         b't' => b'\t',
-        b'u' => {
-            let cp = hex4(s, i + 2)?;
-            return match cp {
-                0xD800..=0xDBFF => {
-                    if s.get(i + 6..i + 8)? != b"\\u" {
-                        return None;
-                    }
-                    let low = hex4(s, i + 8)?;
-                    if !(0xDC00..=0xDFFF).contains(&low) {
-                        return None;
-                    }
-                    Some((12, 4, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)))
-                }
-                0xDC00..=0xDFFF => None,
-                _ => Some((6, char::from_u32(cp).map_or(1, |c| c.len_utf8()) as u64, cp)),
-            };
-        }
         _ => return None,
-    };
-    Some((2, 1, c as u32))
+    })
 }
 
 /// Encode a scalar value as UTF-8 into `out`, returning the length.
@@ -973,21 +982,14 @@ impl Tokenizer {
             }
             match self.esc {
                 Esc::Backslash => {
-                    let decoded = match b {
-                        b'"' => b'"',
-                        b'\\' => b'\\',
-                        b'/' => b'/',
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
+                    let decoded = match (simple_escape(b), b) {
+                        (Some(d), _) => d,
+                        (None, b'u') => {
                             self.esc = Esc::Hex(0);
                             self.cp = 0;
                             continue;
                         }
-                        _ => return Err(self.err(ErrorKind::InvalidEscape, i - 1)),
+                        (None, _) => return Err(self.err(ErrorKind::InvalidEscape, i - 1)),
                     };
                     self.esc = Esc::None;
                     if self.decode_key {
