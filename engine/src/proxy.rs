@@ -62,7 +62,8 @@ impl Default for ProxyConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Method {
     ToolsCall(String),
-    TasksResult,
+    /// `tasks/result` for this task id (raw JSON).
+    TasksResult(Vec<u8>),
     ToolsList,
     /// A `tools/list` the proxy sent itself (its answer is not forwarded).
     ProxyToolsList,
@@ -86,6 +87,8 @@ struct Pending {
     cancelled: bool,
     /// The request carried the 2026-07-28 protocol-version `_meta`.
     modern: bool,
+    /// A task-augmented `tools/call` (its result comes later from `tasks/result`).
+    task: bool,
 }
 
 /// What `tools/list` told us about a tool.
@@ -99,6 +102,8 @@ struct Shared {
     cfg: ProxyConfig,
     pending: Mutex<HashMap<Vec<u8>, Pending>>,
     tools: Mutex<HashMap<String, ToolFacts>>,
+    /// Task id (raw JSON) → the tool whose result `tasks/result` will carry.
+    tasks: Mutex<HashMap<Vec<u8>, String>>,
     tools_state: Mutex<ToolsState>,
     tools_cv: Condvar,
     client_out: Mutex<Box<dyn Write + Send>>,
@@ -136,8 +141,15 @@ impl Shared {
     /// How to treat a response to a request with this method.
     fn treat_for(&self, id: &[u8], p: &Pending) -> (McpLimits, Treat) {
         let mut lim = self.cfg.limits;
-        match &p.method {
-            Method::ToolsCall(name) => {
+        // A tasks/result carries the result of the task's tool: same treatment.
+        let tool = match &p.method {
+            Method::ToolsCall(name) => Some(name.clone()),
+            Method::TasksResult(task) => lock(&self.tasks).get(task).cloned(),
+            _ => None,
+        };
+        match (&p.method, tool) {
+            (Method::ToolsCall(_) | Method::TasksResult(_), Some(name)) => {
+                let name = &name;
                 let facts = lock(&self.tools).get(name).copied().unwrap_or_default();
                 let mut typed = facts.typed;
                 let mut read_only = facts.read_only;
@@ -163,7 +175,7 @@ impl Shared {
                     }),
                 )
             }
-            Method::TasksResult => (
+            (Method::ToolsCall(_) | Method::TasksResult(_), None) => (
                 lim,
                 Treat::ToolResult(CallInfo {
                     tool: None,
@@ -173,7 +185,7 @@ impl Shared {
                     modern: p.modern,
                 }),
             ),
-            Method::ToolsList | Method::ProxyToolsList | Method::Other => (lim, Treat::Pass),
+            (Method::ToolsList | Method::ProxyToolsList | Method::Other, _) => (lim, Treat::Pass),
         }
     }
 }
@@ -205,6 +217,7 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
         cfg,
         pending: Mutex::new(HashMap::new()),
         tools: Mutex::new(HashMap::new()),
+        tasks: Mutex::new(HashMap::new()),
         tools_state: Mutex::new(ToolsState::default()),
         tools_cv: Condvar::new(),
         client_out: Mutex::new(Box::new(std::io::stdout())),
@@ -265,7 +278,10 @@ fn decide_request(path: &[Seg]) -> Want {
     match path {
         [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
         [k] if k.is(b"params") => Want::Descend,
-        [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId")) => Want::Capture,
+        [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) => {
+            Want::Capture
+        }
+        [p, k] if p.is(b"params") && k.is(b"task") => Want::Descend,
         [p, k] if p.is(b"params") && k.is(b"_meta") => Want::Descend,
         [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(PROTOCOL_VERSION_KEY) => {
             Want::Capture
@@ -284,6 +300,10 @@ struct RequestFacts {
     request_id: Vec<u8>,
     /// The 2026-07-28 protocol version the request carried (raw JSON), if any.
     version: Vec<u8>,
+    /// `params.taskId` (raw JSON).
+    task_id: Vec<u8>,
+    /// `params.task` is present (a task-augmented call).
+    task: bool,
 }
 
 /// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
@@ -322,6 +342,7 @@ fn ensure_tools(shared: &Shared, server_in: &mut Option<ChildStdin>, version: &[
                 method: Method::ProxyToolsList,
                 cancelled: false,
                 modern: !version.is_empty(),
+                task: false,
             },
         );
         let Some(si) = server_in.as_mut() else { break };
@@ -400,12 +421,18 @@ fn client_to_server<R: Read>(
             Piece::Data(bytes) => {
                 if sniff_ok {
                     let mut on = |ev: Event<'_>| {
+                        if let Event::Enter([p, k], true) = ev {
+                            if p.is(b"params") && k.is(b"task") {
+                                facts.task = true;
+                            }
+                        }
                         if let Event::Scalar(path, raw) = ev {
                             match path {
                                 [k] if k.is(b"method") => facts.method = raw.to_vec(),
                                 [k] if k.is(b"id") => facts.id = raw.to_vec(),
                                 [_, k] if k.is(b"name") => facts.name = raw.to_vec(),
                                 [_, k] if k.is(b"requestId") => facts.request_id = raw.to_vec(),
+                                [_, k] if k.is(b"taskId") => facts.task_id = raw.to_vec(),
                                 [_, _, k] if k.is(PROTOCOL_VERSION_KEY) => {
                                     facts.version = raw.to_vec()
                                 }
@@ -568,7 +595,7 @@ fn register(shared: &Shared, f: &RequestFacts) {
     }
     let m = match method.as_str() {
         "tools/call" => Method::ToolsCall(unquote(&f.name)),
-        "tasks/result" => Method::TasksResult,
+        "tasks/result" => Method::TasksResult(f.task_id.clone()),
         "tools/list" => Method::ToolsList,
         _ => Method::Other,
     };
@@ -582,6 +609,7 @@ fn register(shared: &Shared, f: &RequestFacts) {
             method: m,
             cancelled: false,
             modern: !f.version.is_empty(),
+            task: f.task,
         },
     );
 }
@@ -614,6 +642,39 @@ impl IdProbe {
             if let Event::Scalar([k], raw) = ev {
                 if k.is(b"id") {
                     *id = Some(raw.to_vec());
+                }
+            }
+        };
+        if self.walker.feed(bytes, &mut decide, &mut on).is_err() {
+            self.failed = true;
+        }
+    }
+}
+
+/// The task id of a `CreateTaskResult` (`result.task.taskId`).
+#[derive(Default)]
+struct TaskProbe {
+    walker: Walker,
+    task_id: Option<Vec<u8>>,
+    failed: bool,
+}
+
+impl TaskProbe {
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.failed || self.task_id.is_some() {
+            return;
+        }
+        let mut decide = |path: &[Seg]| match path {
+            [r] if r.is(b"result") => Want::Descend,
+            [r, t] if r.is(b"result") && t.is(b"task") => Want::Descend,
+            [r, t, k] if r.is(b"result") && t.is(b"task") && k.is(b"taskId") => Want::Capture,
+            _ => Want::Skip,
+        };
+        let task_id = &mut self.task_id;
+        let mut on = |ev: Event<'_>| {
+            if let Event::Scalar([_, _, k], raw) = ev {
+                if k.is(b"taskId") {
+                    *task_id = Some(raw.to_vec());
                 }
             }
         };
@@ -708,6 +769,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut probe = IdProbe::default();
     let mut tools_probe: Option<ToolsProbe> = None;
     let mut typed_probe: Option<TypedProbe> = None;
+    let mut task_probe: Option<TaskProbe> = None;
     // Line state.
     let mut started = false;
     let mut deciding = false;
@@ -748,6 +810,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             }
             tools_probe = lists.then(ToolsProbe::default);
             typed_probe = lists.then(TypedProbe::default);
+            let tasks = lock(&shared.pending).values().any(|p| p.task);
+            task_probe = tasks.then(TaskProbe::default);
         }
         if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
             blank = false;
@@ -757,6 +821,9 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             tp.feed(bytes, false);
         }
         if let Some(tp) = typed_probe.as_mut() {
+            tp.feed(bytes);
+        }
+        if let Some(tp) = task_probe.as_mut() {
             tp.feed(bytes);
         }
         if deciding {
@@ -829,6 +896,18 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 let own = p
                     .as_ref()
                     .is_some_and(|p| p.method == Method::ProxyToolsList);
+                // A task-augmented call's answer names its task: remember the tool,
+                // so the task's result (from tasks/result) gets the tool's treatment.
+                if let (Some(pend), Some(tp)) = (p.as_ref(), task_probe.as_mut()) {
+                    if let (Method::ToolsCall(tool), true, Some(task_id)) =
+                        (&pend.method, pend.task, tp.task_id.take())
+                    {
+                        let mut tasks = lock(&shared.tasks);
+                        if tasks.len() < 10_000 {
+                            tasks.insert(task_id, tool.clone());
+                        }
+                    }
+                }
                 if !own {
                     line_out.push(b'\n');
                     let _ = shared.send_client(&line_out);
@@ -885,6 +964,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         probe = IdProbe::default();
         tools_probe = None;
         typed_probe = None;
+        task_probe = None;
         started = false;
         deciding = false;
         streaming_out = false;
@@ -949,7 +1029,7 @@ fn pick_treat(shared: &Shared) -> (Treat, bool, bool) {
     let mut others = 0usize;
     for (id, p) in pending.iter() {
         match p.method {
-            Method::ToolsCall(_) | Method::TasksResult => {
+            Method::ToolsCall(_) | Method::TasksResult(_) => {
                 let (_, mut t) = shared.treat_for(id, p);
                 if let Treat::ToolResult(c) = &mut t {
                     c.request_id = None;
@@ -978,7 +1058,7 @@ fn fallback_treat(shared: &Shared) -> Treat {
     let pending = lock(&shared.pending);
     let mut best: Option<Treat> = None;
     for (id, p) in pending.iter() {
-        if let Method::ToolsCall(_) | Method::TasksResult = p.method {
+        if let Method::ToolsCall(_) | Method::TasksResult(_) = p.method {
             let (_, t) = shared.treat_for(id, p);
             let typed = matches!(&t, Treat::ToolResult(c) if c.typed);
             if best.is_none() || typed {
@@ -1067,6 +1147,7 @@ pub fn relay_server_output<R: Read>(
         cfg,
         pending: Mutex::new(HashMap::new()),
         tools: Mutex::new(HashMap::new()),
+        tasks: Mutex::new(HashMap::new()),
         tools_state: Mutex::new(ToolsState::default()),
         tools_cv: Condvar::new(),
         client_out: Mutex::new(out),

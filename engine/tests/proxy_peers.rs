@@ -477,3 +477,56 @@ fn valid_calls_reach_the_server_byte_for_byte() {
         "the call was changed on its way: {sent}"
     );
 }
+
+#[test]
+fn a_task_result_gets_the_treatment_of_its_tool() {
+    // server-everything runs simulate-research-query as a task (SEP-1686): the
+    // tools/call answer names the task, the result comes from tasks/result. Made
+    // typed and read-only by the inventory, that result must be whole or an error,
+    // exactly as if it had come from tools/call.
+    let dir = tmpdir("tasks");
+    let inv = dir.join("inv.json");
+    std::fs::write(
+        &inv,
+        serde_json::to_vec(&json!({"tools":[{
+            "tool":"simulate-research-query","surface":"research demo","classification":"single",
+            "read_only":true,"limit":null,"cursor":null,"per_item_budget_bytes":null,
+            "result_budget":{"max_result_bytes":1024},"backend_query_bound":"one query",
+            "structured_content_policy":"typed_whole_or_error"}]}))
+        .unwrap(),
+    )
+    .unwrap();
+    let inv_s = inv.to_string_lossy().into_owned();
+    let run = |flags: &[&str]| -> Value {
+        let mut s = Raw::spawn(&proxied(flags, &everything_cmd()), &[]);
+        s.initialize();
+        s.send(
+            &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{
+            "name":"simulate-research-query","arguments":{"topic":"rust"},"task":{"ttl":60000}}}),
+        );
+        let (created, _) = s.until_id(&json!(2), 30);
+        let task_id = created["result"]["task"]["taskId"].clone();
+        assert!(task_id.is_string(), "a task was created: {created}");
+        s.send(
+            &json!({"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId": task_id}}),
+        );
+        let (r, _) = s.until_id(&json!(3), 60);
+        let _ = s.wait(10);
+        r
+    };
+    let typed = run(&["--inventory", &inv_s]);
+    assert_eq!(typed["result"]["isError"], true, "{typed}");
+    let t = typed["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        t.starts_with(
+            "result_budget_exceeded: the complete result of tool simulate-research-query is "
+        ),
+        "{t}"
+    );
+    // The same call with only the ceiling: untyped, so the report is cut, not refused.
+    let cut = run(&["--max-result-bytes", "1024"]);
+    assert!(cut["result"].get("isError").is_none(), "{cut}");
+    let t = cut["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(t.starts_with("# Research Report: rust"), "{t}");
+    assert!(t.ends_with(" bytes omitted]"), "{t}");
+}
