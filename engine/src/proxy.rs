@@ -620,61 +620,53 @@ struct Outcome {
     orphaned: usize,
 }
 
-/// The envelope `id` and whether `result` has started, read from a response prefix.
-#[derive(Default)]
-struct IdProbe {
+/// Reads one scalar at a fixed key path out of a streaming message (the
+/// envelope `id`, a `CreateTaskResult`'s `result.task.taskId`), skipping the rest.
+struct ScalarProbe {
+    path: &'static [&'static [u8]],
     walker: Walker,
-    id: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
     failed: bool,
 }
 
-impl IdProbe {
-    fn feed(&mut self, bytes: &[u8]) {
-        if self.failed || self.id.is_some() {
-            return;
-        }
-        let mut decide = |path: &[Seg]| match path {
-            [k] if k.is(b"id") => Want::Capture,
-            _ => Want::Skip,
-        };
-        let id = &mut self.id;
-        let mut on = |ev: Event<'_>| {
-            if let Event::Scalar([k], raw) = ev {
-                if k.is(b"id") {
-                    *id = Some(raw.to_vec());
-                }
-            }
-        };
-        if self.walker.feed(bytes, &mut decide, &mut on).is_err() {
-            self.failed = true;
+impl ScalarProbe {
+    fn new(path: &'static [&'static [u8]]) -> ScalarProbe {
+        ScalarProbe {
+            path,
+            walker: Walker::new(),
+            value: None,
+            failed: false,
         }
     }
-}
 
-/// The task id of a `CreateTaskResult` (`result.task.taskId`).
-#[derive(Default)]
-struct TaskProbe {
-    walker: Walker,
-    task_id: Option<Vec<u8>>,
-    failed: bool,
-}
+    /// The envelope's `id`.
+    fn id() -> ScalarProbe {
+        ScalarProbe::new(&[b"id"])
+    }
 
-impl TaskProbe {
+    /// A task-augmented call's task id.
+    fn task_id() -> ScalarProbe {
+        ScalarProbe::new(&[b"result", b"task", b"taskId"])
+    }
+
     fn feed(&mut self, bytes: &[u8]) {
-        if self.failed || self.task_id.is_some() {
+        if self.failed || self.value.is_some() {
             return;
         }
-        let mut decide = |path: &[Seg]| match path {
-            [r] if r.is(b"result") => Want::Descend,
-            [r, t] if r.is(b"result") && t.is(b"task") => Want::Descend,
-            [r, t, k] if r.is(b"result") && t.is(b"task") && k.is(b"taskId") => Want::Capture,
+        let target = self.path;
+        let on_path = |path: &[Seg]| {
+            path.len() <= target.len() && path.iter().zip(target).all(|(s, k)| s.is(k))
+        };
+        let mut decide = |path: &[Seg]| match (on_path(path), path.len() == target.len()) {
+            (true, true) => Want::Capture,
+            (true, false) => Want::Descend,
             _ => Want::Skip,
         };
-        let task_id = &mut self.task_id;
+        let value = &mut self.value;
         let mut on = |ev: Event<'_>| {
-            if let Event::Scalar([_, _, k], raw) = ev {
-                if k.is(b"taskId") {
-                    *task_id = Some(raw.to_vec());
+            if let Event::Scalar(path, raw) = ev {
+                if path.len() == target.len() && on_path(path) {
+                    *value = Some(raw.to_vec());
                 }
             }
         };
@@ -706,7 +698,8 @@ impl ToolsProbe {
             [r, c] if r.is(b"result") && c.is(b"nextCursor") => Want::Capture,
             [_, _, i] if i.index.is_some() => Want::Descend,
             [_, _, _, k] if k.is(b"name") => Want::Capture,
-            [_, _, _, k] if k.is(b"outputSchema") => Want::Capture,
+            // An object: descending into it is how its presence is seen.
+            [_, _, _, k] if k.is(b"outputSchema") => Want::Descend,
             [_, _, _, k] if k.is(b"annotations") => Want::Descend,
             [_, _, _, a, k] if a.is(b"annotations") && k.is(b"readOnlyHint") => Want::Capture,
             _ => Want::Skip,
@@ -734,6 +727,7 @@ impl ToolsProbe {
             {
                 *next_cursor = Some(raw.to_vec());
             }
+            Event::Enter([_, _, _, k], true) if k.is(b"outputSchema") => cur.typed = true,
             Event::Scalar([_, _, _, k], raw) if k.is(b"name") => *cur_name = Some(unquote(raw)),
             Event::Scalar([_, _, _, a, k], raw)
                 if a.is(b"annotations") && k.is(b"readOnlyHint") =>
@@ -750,7 +744,6 @@ impl ToolsProbe {
         if r.is_err() {
             self.failed = true;
         }
-        // `outputSchema` is an object: it is skipped by `Capture`, so note its presence via the path.
     }
 }
 
@@ -766,10 +759,9 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut outcome = Outcome::default();
     let mut line_out: Vec<u8> = Vec::with_capacity(256 * 1024);
     let mut look: Vec<u8> = Vec::new();
-    let mut probe = IdProbe::default();
+    let mut probe = ScalarProbe::id();
     let mut tools_probe: Option<ToolsProbe> = None;
-    let mut typed_probe: Option<TypedProbe> = None;
-    let mut task_probe: Option<TaskProbe> = None;
+    let mut task_probe: Option<ScalarProbe> = None;
     // Line state.
     let mut started = false;
     let mut deciding = false;
@@ -809,9 +801,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 begin(shared, &mut proj, &cur_treat);
             }
             tools_probe = lists.then(ToolsProbe::default);
-            typed_probe = lists.then(TypedProbe::default);
             let tasks = lock(&shared.pending).values().any(|p| p.task);
-            task_probe = tasks.then(TaskProbe::default);
+            task_probe = tasks.then(ScalarProbe::task_id);
         }
         if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
             blank = false;
@@ -820,19 +811,20 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         if let Some(tp) = tools_probe.as_mut() {
             tp.feed(bytes, false);
         }
-        if let Some(tp) = typed_probe.as_mut() {
-            tp.feed(bytes);
-        }
         if let Some(tp) = task_probe.as_mut() {
             tp.feed(bytes);
         }
         if deciding {
             look.extend_from_slice(bytes);
             probe.feed(bytes);
-            let resolved = probe.id.clone().map(|id| resolve(shared, &id)).or_else(|| {
-                (look.len() > shared.cfg.lookahead || end || probe.failed)
-                    .then(|| fallback_treat(shared))
-            });
+            let resolved = probe
+                .value
+                .clone()
+                .map(|id| resolve(shared, &id))
+                .or_else(|| {
+                    (look.len() > shared.cfg.lookahead || end || probe.failed)
+                        .then(|| fallback_treat(shared))
+                });
             if let Some(t) = resolved {
                 deciding = false;
                 cur_treat = t;
@@ -868,7 +860,10 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             }
         }
         if !blank {
-            let id = proj.id().map(<[u8]>::to_vec).or_else(|| probe.id.clone());
+            let id = proj
+                .id()
+                .map(<[u8]>::to_vec)
+                .or_else(|| probe.value.clone());
             if let Some(e) = failed.take() {
                 line_out.clear();
                 if streaming_out {
@@ -900,7 +895,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 // so the task's result (from tasks/result) gets the tool's treatment.
                 if let (Some(pend), Some(tp)) = (p.as_ref(), task_probe.as_mut()) {
                     if let (Method::ToolsCall(tool), true, Some(task_id)) =
-                        (&pend.method, pend.task, tp.task_id.take())
+                        (&pend.method, pend.task, tp.value.take())
                     {
                         let mut tasks = lock(&shared.tasks);
                         if tasks.len() < 10_000 {
@@ -914,7 +909,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 }
                 if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
                     if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
-                        learn_tools(shared, tp, typed_probe.as_ref());
+                        learn_tools(shared, tp);
                         let mut st = lock(&shared.tools_state);
                         if own {
                             st.next_cursor = tp.next_cursor.take();
@@ -961,9 +956,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         }
         line_out.clear();
         look.clear();
-        probe = IdProbe::default();
+        probe = ScalarProbe::id();
         tools_probe = None;
-        typed_probe = None;
         task_probe = None;
         started = false;
         deciding = false;
@@ -1081,54 +1075,16 @@ fn only_pending(shared: &Shared) -> Option<Vec<u8>> {
         .flatten()
 }
 
-/// Notes which tools of a `tools/list` result have an `outputSchema`.
-#[derive(Default)]
-struct TypedProbe {
-    walker: Walker,
-    typed: Vec<u64>,
-    failed: bool,
-}
-
-impl TypedProbe {
-    fn feed(&mut self, bytes: &[u8]) {
-        if self.failed {
-            return;
-        }
-        let mut decide = |path: &[Seg]| match path {
-            [r] if r.is(b"result") => Want::Descend,
-            [r, t] if r.is(b"result") && t.is(b"tools") => Want::Descend,
-            [_, _, i] if i.index.is_some() => Want::Descend,
-            [_, _, _, k] if k.is(b"outputSchema") => Want::Descend,
-            _ => Want::Skip,
-        };
-        let typed = &mut self.typed;
-        let mut on = |ev: Event<'_>| {
-            if let Event::Enter([_, t, i, k], true) = ev {
-                if t.is(b"tools") && k.is(b"outputSchema") {
-                    if let Some(ix) = i.index {
-                        typed.push(ix);
-                    }
-                }
-            }
-        };
-        if self.walker.feed(bytes, &mut decide, &mut on).is_err() {
-            self.failed = true;
-        }
-    }
-}
-
 /// Whether a forwarded line is `notifications/tools/list_changed` (compact form).
 fn is_list_changed(line: &[u8]) -> bool {
     memchr::memmem::find(line, b"\"method\":\"notifications/tools/list_changed\"").is_some()
 }
 
-fn learn_tools(shared: &Shared, tp: &mut ToolsProbe, typed: Option<&TypedProbe>) {
+fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {
     tp.feed(&[], true);
     let mut tools = lock(&shared.tools);
-    for (i, (name, facts)) in tp.found.iter().enumerate() {
-        let mut f = *facts;
-        f.typed = typed.is_some_and(|t| t.typed.contains(&(i as u64)));
-        tools.insert(name.clone(), f);
+    for (name, facts) in &tp.found {
+        tools.insert(name.clone(), *facts);
     }
     shared.log(
         LogLevel::Debug,
