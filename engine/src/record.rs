@@ -175,41 +175,6 @@ impl Record {
         self.paths.clear();
     }
 
-    /// Add the counts of another record (used when a layer keeps its own record).
-    pub fn merge(&mut self, other: &Record) {
-        if other.omitted_count == 0 {
-            return;
-        }
-        self.omitted_count += other.omitted_count;
-        self.kinds |= other.kinds;
-        if self.kind.is_none() {
-            self.kind = other.kind;
-        }
-        self.unlisted += other.unlisted;
-        // Re-list other's paths as far as room allows.
-        let mut rest = other.paths.as_slice();
-        while !rest.is_empty() {
-            // Each entry is "…" possibly followed by a comma; entries contain no raw '"'
-            // except escaped ones, so find the closing quote that is not escaped.
-            let Some(end) = closing_quote(rest) else {
-                break;
-            };
-            let entry = rest.get(1..end).unwrap_or(&[]);
-            if self.listed < MAX_PATHS {
-                if self.listed > 0 {
-                    self.paths.push(b',');
-                }
-                self.paths.push(b'"');
-                self.paths.extend_from_slice(entry);
-                self.paths.push(b'"');
-                self.listed += 1;
-            } else {
-                self.unlisted += 1;
-            }
-            rest = rest.get(end + 2..).unwrap_or(&[]);
-        }
-    }
-
     /// Write the record's fields (without braces), e.g. for merging into an object.
     pub fn write_fields(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"\"truncated\":");
@@ -240,36 +205,14 @@ impl Record {
         v
     }
 
-    /// The most bytes `write_fields` can produce.
-    pub const MAX_FIELDS_LEN: usize = {
-        let fixed = "\"truncated\":false,\"budget_kind\":\"nonstandard_field\",\"omitted_count\":18446744073709551615,\"omitted_paths\":[],\"omitted_paths_unlisted\":18446744073709551615".len();
-        fixed + MAX_PATHS * (MAX_PATH_BYTES + 3)
-    };
-
-    /// The fields' size without any path, worst case (for reserving room).
-    pub const BASE_FIELDS_LEN: usize = Record::MAX_FIELDS_LEN - MAX_PATHS * (MAX_PATH_BYTES + 3);
+    /// The most bytes `write_fields` produces with no path listed (for reserving
+    /// room); each listed path adds its encoded length plus 3.
+    pub const BASE_FIELDS_LEN: usize = "\"truncated\":false,\"budget_kind\":\"nonstandard_field\",\"omitted_count\":18446744073709551615,\"omitted_paths\":[],\"omitted_paths_unlisted\":18446744073709551615".len();
 
     /// Encoded bytes the listed paths take now (with quotes and commas).
     pub fn paths_len(&self) -> usize {
         self.paths.len()
     }
-
-    /// Whether another path could still be listed.
-    pub fn can_list_more(&self) -> bool {
-        self.listed < MAX_PATHS
-    }
-}
-
-fn closing_quote(s: &[u8]) -> Option<usize> {
-    let mut i = 1;
-    while let Some(&b) = s.get(i) {
-        match b {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
 }
 
 /// Append the decimal digits of `v`.
