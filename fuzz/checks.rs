@@ -1072,6 +1072,33 @@ pub fn render(evs: &[Ev]) -> Vec<u8> {
 
 /// `tokenizer` target: raw bytes, whole, split in two at a position derived
 /// from the data, and (when short) byte by byte; differential against serde.
+/// The tokenizer's verdict when asked to skip the whole document (`skip_one(0)`):
+/// exactly one `Skipped(1)`, then the end.
+fn skip_verdict(parts: &[&[u8]]) -> Result<(), Error> {
+    let mut t = Tokenizer::default();
+    t.skip_one(0);
+    let mut skipped = 0;
+    for part in parts {
+        let mut pos = 0;
+        loop {
+            match t.next(part, &mut pos)? {
+                Tok::NeedMore => break,
+                Tok::Skipped(1) => skipped += 1,
+                other => panic!("token {other:?} while skipping the whole document"),
+            }
+        }
+    }
+    loop {
+        match t.next_eof()? {
+            Tok::Eof => break,
+            Tok::Skipped(1) => skipped += 1,
+            other => panic!("token {other:?} at the end of a skipped document"),
+        }
+    }
+    assert_eq!(skipped, 1, "one Skipped(1) for the whole document");
+    Ok(())
+}
+
 pub fn tokenizer_one(data: &[u8]) {
     let whole = tokenize(&[data]);
     let at = match (data.first(), data.last()) {
@@ -1087,6 +1114,14 @@ pub fn tokenizer_one(data: &[u8]) {
             "1-byte chunks differ from whole"
         );
     }
+    // Skipped bytes are validated exactly like tokenized ones.
+    let want = whole.as_ref().map(|_| ()).map_err(|e| *e);
+    assert_eq!(skip_verdict(&[data]), want, "skipping the document whole");
+    assert_eq!(
+        skip_verdict(&chunks(data, &[at])),
+        want,
+        "skipping the document split at {at}"
+    );
     match reference(data, DEFAULT_NESTING as usize) {
         None => assert!(whole.is_err(), "engine accepted nesting over its limit"),
         Some(true) => {

@@ -71,7 +71,7 @@ pub fn scan_swar(s: &[u8]) -> Run {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{scan_naive, Run};
+    use super::{scan_naive, Found, Masks, Run};
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -108,6 +108,102 @@ mod x86 {
         Run {
             end: i + tail.end,
             non_ascii: non_ascii || tail.non_ascii,
+        }
+    }
+
+    /// [`super::short_string`] with SSE2, which every x86_64 CPU has.
+    #[inline]
+    pub fn short_string_sse2(s: &[u8], i: usize) -> Option<usize> {
+        let w = s.get(i..i + 16)?;
+        // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64 baseline,
+        // so these intrinsics are always available; loadu has no alignment need.
+        let mask = unsafe {
+            let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
+            let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            let ctrl_max = _mm_set1_epi8(0x1F);
+            let c = _mm_cmpeq_epi8(_mm_max_epu8(v, ctrl_max), ctrl_max);
+            (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(q, b), c)) | _mm_movemask_epi8(v)) as u32
+        };
+        let k = mask.trailing_zeros() as usize;
+        (w.get(k) == Some(&b'"')).then_some(i + k)
+    }
+
+    /// Special, continuation and high-bit masks of 32 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn half_masks(v: __m256i) -> (u32, u32, u32) {
+        let quote = _mm256_set1_epi8(b'"' as i8);
+        let bslash = _mm256_set1_epi8(b'\\' as i8);
+        let ctrl_max = _mm256_set1_epi8(0x1F);
+        // Bytes 0x80..=0xBF are, as signed bytes, exactly those below -64 (0xC0).
+        let cont_lim = _mm256_set1_epi8(-64);
+        let q = _mm256_cmpeq_epi8(v, quote);
+        let b = _mm256_cmpeq_epi8(v, bslash);
+        let c = _mm256_cmpeq_epi8(_mm256_max_epu8(v, ctrl_max), ctrl_max);
+        let sp = _mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(q, b), c)) as u32;
+        let ct = _mm256_movemask_epi8(_mm256_cmpgt_epi8(cont_lim, v)) as u32;
+        (sp, ct, _mm256_movemask_epi8(v) as u32)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn masks_avx2(p: *const u8) -> Masks {
+        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
+        let (lo, hi) = unsafe {
+            (
+                _mm256_loadu_si256(p as *const __m256i),
+                _mm256_loadu_si256(p.add(32) as *const __m256i),
+            )
+        };
+        let (s0, c0, h0) = half_masks(lo);
+        let (s1, c1, h1) = half_masks(hi);
+        Masks {
+            special: s0 as u64 | (s1 as u64) << 32,
+            cont: c0 as u64 | (c1 as u64) << 32,
+            high: h0 as u64 | (h1 as u64) << 32,
+        }
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2 and POPCNT (checked at run time by the caller).
+    #[target_feature(enable = "avx2,popcnt")]
+    pub unsafe fn find_block_avx2(s: &[u8], mut i: usize) -> Found {
+        let n = s.len();
+        let mut cont_before = 0u64;
+        let mut high_before = 0u64;
+        while i + 64 <= n {
+            // SAFETY: i + 64 <= n, so 64 bytes at `i` are inside `s`; AVX2 is enabled here.
+            let mut m = unsafe { masks_avx2(s.as_ptr().add(i)) };
+            // Without the barrier LLVM tests the two halves' OR and, on the found
+            // path, rebuilds the 64-bit mask byte by byte (≈ 60 extract/insert
+            // instructions per string).
+            m.special = std::hint::black_box(m.special);
+            if m.special != 0 {
+                return Found {
+                    at: i,
+                    masks: m,
+                    cont_before,
+                    high_before: high_before != 0,
+                };
+            }
+            cont_before += m.cont.count_ones() as u64;
+            high_before |= m.high;
+            i += 64;
+        }
+        let mut b = [b' '; 64];
+        let tail = s.get(i..).unwrap_or(&[]);
+        if let Some(dst) = b.get_mut(..tail.len()) {
+            dst.copy_from_slice(tail);
+        }
+        Found {
+            at: i,
+            // SAFETY: `b` is 64 bytes on the stack; AVX2 is enabled here.
+            masks: unsafe { masks_avx2(b.as_ptr()) },
+            cont_before,
+            high_before: high_before != 0,
         }
     }
 
@@ -153,6 +249,125 @@ mod x86 {
     }
 }
 
+/// Bit masks of one 64-byte block of a string body; bit `k` describes byte `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Masks {
+    /// `"`, `\` or a control byte (< 0x20).
+    pub special: u64,
+    /// UTF-8 continuation bytes (0x80..=0xBF).
+    pub cont: u64,
+    /// Non-ASCII bytes (≥ 0x80).
+    pub high: u64,
+}
+
+/// The naive oracle of the block masks (and the portable implementation).
+pub fn masks_naive(b: &[u8; 64]) -> Masks {
+    let mut m = Masks::default();
+    for (k, &x) in b.iter().enumerate() {
+        let bit = 1u64 << k;
+        if is_special(x) {
+            m.special |= bit;
+        }
+        if (0x80..=0xBF).contains(&x) {
+            m.cont |= bit;
+        }
+        if x >= 0x80 {
+            m.high |= bit;
+        }
+    }
+    m
+}
+
+/// Where [`find_block`] stopped: the block at `at` (64 bytes, or the short tail
+/// of the input padded with spaces, which are in no mask) and its masks; for the
+/// whole blocks skipped before it (no special byte), how many continuation
+/// bytes they held and whether any byte was non-ASCII.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Found {
+    pub at: usize,
+    pub masks: Masks,
+    pub cont_before: u64,
+    pub high_before: bool,
+}
+
+/// Block-wise from `i`: the first 64-byte block (at `i + 64k`) holding a
+/// special byte, or else the last, partial block (its `special` is then 0 and
+/// it ends at `s.len()`), with the bulk counts of the blocks in between.
+#[inline]
+pub fn find_block(s: &[u8], i: usize) -> Found {
+    find_block_at(detect(), s, i)
+}
+
+/// [`find_block`] with a given implementation (portable where unsupported).
+#[inline]
+pub fn find_block_at(level: Level, s: &[u8], i: usize) -> Found {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 if avx2_ok() => {
+            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 and POPCNT.
+            unsafe { x86::find_block_avx2(s, i) }
+        }
+        _ => find_block_with(s, i, masks_naive),
+    }
+}
+
+/// The block walk shared by the portable path, over any mask function.
+#[inline(always)]
+fn find_block_with(s: &[u8], mut i: usize, masks: impl Fn(&[u8; 64]) -> Masks) -> Found {
+    let mut cont_before = 0u64;
+    let mut high_before = false;
+    while let Some(w) = s.get(i..i + 64) {
+        let mut b = [0u8; 64];
+        b.copy_from_slice(w);
+        let m = masks(&b);
+        if m.special != 0 {
+            return Found {
+                at: i,
+                masks: m,
+                cont_before,
+                high_before,
+            };
+        }
+        cont_before += m.cont.count_ones() as u64;
+        high_before |= m.high != 0;
+        i += 64;
+    }
+    let mut b = [b' '; 64];
+    let tail = s.get(i..).unwrap_or(&[]);
+    if let Some(dst) = b.get_mut(..tail.len()) {
+        dst.copy_from_slice(tail);
+    }
+    Found {
+        at: i,
+        masks: masks(&b),
+        cont_before,
+        high_before,
+    }
+}
+
+/// The index of the closing quote when a string body starting at `s[i]` ends
+/// within the next 16 bytes and everything before that quote is plain
+/// printable ASCII (no escape, control or non-ASCII byte); otherwise `None`.
+/// Needs 16 readable bytes at `i`. The common short key or value, in one step.
+#[inline]
+pub fn short_string(s: &[u8], i: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::short_string_sse2(s, i)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        short_string_portable(s, i)
+    }
+}
+
+/// The portable twin (and oracle) of [`short_string`].
+pub fn short_string_portable(s: &[u8], i: usize) -> Option<usize> {
+    let w = s.get(i..i + 16)?;
+    let k = w.iter().position(|&b| is_special(b) || b >= 0x80)?;
+    (w.get(k) == Some(&b'"')).then_some(i + k)
+}
+
 /// Index of the first non-whitespace byte at or after `i` (JSON whitespace:
 /// space, tab, LF, CR). Runs of indentation are skipped eight bytes at a time.
 #[inline]
@@ -192,6 +407,7 @@ pub enum Level {
 }
 
 #[cfg(target_arch = "x86_64")]
+#[inline]
 fn detect() -> Level {
     use std::sync::atomic::{AtomicU8, Ordering};
     static LEVEL: AtomicU8 = AtomicU8::new(0);
@@ -201,6 +417,7 @@ fn detect() -> Level {
         _ => {
             let l = if std::env::var_os("RESULTBUDGET_NO_AVX2").is_none()
                 && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("popcnt")
             {
                 Level::Avx2
             } else {
@@ -220,7 +437,8 @@ fn detect() -> Level {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn avx2_ok() -> bool {
-    detect() == Level::Avx2 || is_x86_feature_detected!("avx2")
+    detect() == Level::Avx2
+        || (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt"))
 }
 
 /// The implementation in use.
@@ -242,7 +460,7 @@ pub fn scan_at(level: Level, s: &[u8]) -> Run {
     match level {
         #[cfg(target_arch = "x86_64")]
         Level::Avx2 if avx2_ok() => {
-            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
+            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 (and POPCNT).
             unsafe { x86::scan_avx2(s) }
         }
         #[cfg(target_arch = "x86_64")]
@@ -291,6 +509,106 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The naive definition of `find_block`, byte by byte.
+    fn find_block_naive(s: &[u8], mut i: usize) -> Found {
+        let mut f = Found::default();
+        loop {
+            let mut b = [b' '; 64];
+            let part = s.get(i..(i + 64).min(s.len())).unwrap_or(&[]);
+            b[..part.len()].copy_from_slice(part);
+            let m = masks_naive(&b);
+            if m.special != 0 || i + 64 > s.len() {
+                f.at = i;
+                f.masks = m;
+                return f;
+            }
+            f.cont_before += part.iter().filter(|&&x| (0x80..=0xBF).contains(&x)).count() as u64;
+            f.high_before |= part.iter().any(|&x| x >= 0x80);
+            i += 64;
+        }
+    }
+
+    fn check_blocks(s: &[u8]) {
+        for i in [0, 1, 7, 31, 32, 63, 64, 65] {
+            if i > s.len() {
+                continue;
+            }
+            let want = find_block_naive(s, i);
+            for l in [Level::Portable, Level::Sse2, Level::Avx2] {
+                assert_eq!(find_block_at(l, s, i), want, "{l:?} at {i} in {s:?}");
+            }
+            assert_eq!(find_block(s, i), want);
+        }
+    }
+
+    #[test]
+    fn find_block_matches_its_oracle() {
+        let fillers = [b'a', 0x7F, 0x80, 0xBF, 0xC0, 0xC3, 0xFF, 0x20];
+        let specials = [b'"', b'\\', 0x00, 0x1F];
+        for len in [0, 1, 63, 64, 65, 127, 128, 129, 200] {
+            for &f in &fillers {
+                let base = vec![f; len];
+                check_blocks(&base);
+                for pos in (0..len).step_by(5) {
+                    for &sp in &specials {
+                        let mut v = base.clone();
+                        v[pos] = sp;
+                        check_blocks(&v);
+                    }
+                }
+            }
+        }
+        let mut x: u64 = 0x1234_5678_9ABC_DEF1;
+        for _ in 0..3000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 300) as usize;
+            let v: Vec<u8> = (0..len)
+                .map(|k| {
+                    let y = x.rotate_left(k as u32 % 64) ^ (k as u64 * 0x9E37);
+                    match y % 97 {
+                        0 => b'"',
+                        1 => b'\\',
+                        2 => 0x0A,
+                        3..=30 => 0x80 | (y >> 8) as u8,
+                        _ => b'a' + (y % 26) as u8,
+                    }
+                })
+                .collect();
+            check_blocks(&v);
+        }
+    }
+
+    #[test]
+    fn short_string_matches_its_twin() {
+        let bytes = [b'a', b'"', b'\\', 0x00, 0x1F, 0x7F, 0x80, 0xC3, b' '];
+        let mut x: u64 = 0xDEAD_BEEF_0BAD_F00D;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let v: Vec<u8> = (0..len)
+                .map(|k| {
+                    let y = (x >> (k % 60)) as usize;
+                    if y % 5 == 0 {
+                        bytes[y / 5 % bytes.len()]
+                    } else {
+                        b'a'
+                    }
+                })
+                .collect();
+            for i in 0..=len {
+                assert_eq!(
+                    short_string(&v, i),
+                    short_string_portable(&v, i),
+                    "{v:?} at {i}"
+                );
             }
         }
     }

@@ -267,6 +267,171 @@ fn encode_utf8(cp: u32, out: &mut [u8; 4]) -> usize {
     char::from_u32(cp).map_or(0, |c| c.encode_utf8(out).len())
 }
 
+/// What [`fast_string`] covered: whole, valid units in `[start, end)`, with
+/// their decoded bytes and characters; `quote` when `chunk[end]` is the
+/// closing quote. Otherwise the byte at `end` (if any) needs the byte-wise
+/// machine: an escape split by the chunk end or invalid, a control byte, or a
+/// UTF-8 sequence that is invalid or split by the chunk end.
+#[derive(Debug, Clone, Copy)]
+struct FastStr {
+    end: usize,
+    quote: bool,
+    dec: u64,
+    chars: u64,
+}
+
+#[inline]
+fn below(k: u32) -> u64 {
+    if k >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << k) - 1
+    }
+}
+
+/// Scan a string body from `start` block-wise: special bytes come from
+/// 64-byte masks, escapes are taken whole in place, UTF-8 is validated once
+/// over the span, and characters are counted from the continuation-byte masks.
+fn fast_string(chunk: &[u8], start: usize) -> FastStr {
+    let n = chunk.len();
+    let mut i = start;
+    let mut cont = 0u64;
+    let mut high = false;
+    // Over all escapes: encoded minus decoded bytes, and encoded bytes minus one.
+    let mut esc_dec = 0u64;
+    let mut esc_chars = 0u64;
+    let mut quote = false;
+    let stop;
+    'blocks: loop {
+        let f = scan::find_block(chunk, i);
+        cont += f.cont_before;
+        high |= f.high_before;
+        let m = f.masks;
+        let mut sp = m.special;
+        let mut from = 0u32;
+        loop {
+            if sp == 0 {
+                let rest = !below(from);
+                cont += (m.cont & rest).count_ones() as u64;
+                high |= m.high & rest != 0;
+                let next = f.at + 64;
+                if next >= n {
+                    stop = n;
+                    break 'blocks;
+                }
+                i = next;
+                continue 'blocks;
+            }
+            let k = sp.trailing_zeros();
+            let seg = below(k) & !below(from);
+            cont += (m.cont & seg).count_ones() as u64;
+            high |= m.high & seg != 0;
+            let p = f.at + k as usize;
+            match chunk.get(p) {
+                Some(b'"') => {
+                    stop = p;
+                    quote = true;
+                    break 'blocks;
+                }
+                Some(b'\\') => match inline_escape(chunk, p) {
+                    Some((enc, dec, _)) => {
+                        esc_dec += enc as u64 - dec;
+                        esc_chars += enc as u64 - 1;
+                        let q = k as usize + enc;
+                        if q >= 64 {
+                            i = f.at + q;
+                            continue 'blocks;
+                        }
+                        from = q as u32;
+                        sp &= !below(from);
+                    }
+                    None => {
+                        stop = p;
+                        break 'blocks;
+                    }
+                },
+                _ => {
+                    stop = p;
+                    break 'blocks;
+                }
+            }
+        }
+    }
+    if high {
+        if let Err(e) = std::str::from_utf8(chunk.get(start..stop).unwrap_or(&[])) {
+            // Stop where the bad (or split) sequence starts; it is never inside an
+            // escape, so a second pass over the valid prefix is exact.
+            let v = e.valid_up_to();
+            if v == 0 {
+                return FastStr {
+                    end: start,
+                    quote: false,
+                    dec: 0,
+                    chars: 0,
+                };
+            }
+            return fast_string(chunk.get(..start + v).unwrap_or(&[]), start);
+        }
+    }
+    let len = (stop - start) as u64;
+    FastStr {
+        end: stop,
+        quote,
+        dec: len - esc_dec,
+        chars: len - cont - esc_chars,
+    }
+}
+
+/// The end of a valid number starting at `chunk[i]`, when it ends inside the
+/// chunk and the byte after it cannot continue it. `None` sends the number to
+/// the byte-wise machine (which reports the exact error, or carries it on).
+#[inline]
+fn number_end(chunk: &[u8], mut i: usize) -> Option<usize> {
+    let digits = |mut j: usize| {
+        while let Some(b'0'..=b'9') = chunk.get(j) {
+            j += 1;
+        }
+        j
+    };
+    if chunk.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    let zero = match chunk.get(i)? {
+        b'0' => {
+            i += 1;
+            true
+        }
+        b'1'..=b'9' => {
+            i = digits(i + 1);
+            false
+        }
+        _ => return None,
+    };
+    if chunk.get(i) == Some(&b'.') {
+        let j = digits(i + 1);
+        if j == i + 1 {
+            return None;
+        }
+        i = j;
+    } else if zero && chunk.get(i).is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    if let Some(b'e' | b'E') = chunk.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = chunk.get(i) {
+            i += 1;
+        }
+        let j = digits(i);
+        if j == i {
+            return None;
+        }
+        i = j;
+    }
+    // The terminator must be in this chunk (a number may go on in the next).
+    chunk.get(i)?;
+    Some(i)
+}
+
 /// The push tokenizer. See the module documentation.
 #[derive(Debug, Clone)]
 pub struct Tokenizer {
@@ -581,6 +746,14 @@ impl Tokenizer {
                     }
                 }
                 _ => {
+                    if self.skip.is_some() {
+                        if let Some(t) = self.fast_skip(chunk, pos) {
+                            return Ok(t);
+                        }
+                        if self.state == State::Str {
+                            continue;
+                        }
+                    }
                     // Structural states: skip whitespace, then one byte decides.
                     let mut i = *pos;
                     if chunk.get(i).is_some_and(|&b| is_ws(b)) {
@@ -806,6 +979,31 @@ impl Tokenizer {
         let n = chunk.len();
         loop {
             if self.esc == Esc::None && self.utf_need == 0 {
+                // Fast path: whole units up to the closing quote (or to where the
+                // byte-wise machine must take over), when nothing in reach can be
+                // cut and the key is not being decoded.
+                if !self.decode_key
+                    && (!self.keep || self.allow_dec.min(self.allow_enc) >= (n - i) as u64)
+                {
+                    let f = fast_string(chunk, i);
+                    if f.end > i || f.quote {
+                        self.dec_total += f.dec;
+                        self.chars_total += f.chars;
+                        if self.keep {
+                            self.allow_dec -= f.dec;
+                            self.allow_enc -= (f.end - i) as u64;
+                        }
+                        i = f.end;
+                        if f.quote {
+                            if self.keep && i > start {
+                                *pos = i;
+                                return Ok(Some(Tok::StrSpan(start, i)));
+                            }
+                            *pos = i + 1;
+                            return Ok(self.end_string());
+                        }
+                    }
+                }
                 // Plain run: no quote, backslash or control byte, and whole valid
                 // UTF-8 sequences (found block-wise, validated in bulk). Each
                 // character is a unit; its decoded size is its encoded size.
@@ -1068,6 +1266,160 @@ impl Tokenizer {
                 Esc::None => {}
             }
         }
+    }
+
+    /// Skip whole tokens in a tight loop while a skip is on and nothing needs
+    /// the general machine: stops (leaving the state exactly as the byte-wise
+    /// path would have it) before any byte that could end the skip, open a
+    /// value at the skip's own level for `skip_one`, exceed the depth limit, be
+    /// an error, or run past the chunk. A string that the chunk cuts is entered
+    /// and left to `scan_string`. Returns `NeedMore` when the chunk is used up.
+    fn fast_skip(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
+        let Some(mut sk) = self.skip else {
+            return None;
+        };
+        let mut i = *pos;
+        let mut state = self.state;
+        let mut depth = self.depth;
+        let mut entered = None;
+        loop {
+            let Some(&b) = chunk.get(i) else {
+                break;
+            };
+            if is_ws(b) {
+                i = scan::skip_ws(chunk, i);
+                continue;
+            }
+            match (state, b) {
+                (State::After, b',') => {
+                    state = if self.stack.last() == Some(&true) {
+                        State::ObjKey
+                    } else {
+                        State::Value
+                    };
+                    i += 1;
+                }
+                (State::Colon, b':') => {
+                    state = State::Value;
+                    i += 1;
+                }
+                (State::ObjFirst | State::ObjKey, b'"') => {
+                    if let Some(q) = scan::short_string(chunk, i + 1) {
+                        i = q + 1;
+                        state = State::Colon;
+                        continue;
+                    }
+                    let f = fast_string(chunk, i + 1);
+                    if !f.quote {
+                        entered = Some((true, f));
+                        break;
+                    }
+                    i = f.end + 1;
+                    state = State::Colon;
+                }
+                (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
+                    let obj = b == b'}';
+                    if self.stack.last() != Some(&obj)
+                        || depth <= sk.depth
+                        || (sk.one && depth == sk.depth + 1)
+                    {
+                        break;
+                    }
+                    self.stack.pop();
+                    depth -= 1;
+                    state = State::After;
+                    i += 1;
+                }
+                (State::Value | State::ArrFirst, _) => {
+                    let at_level = depth == sk.depth;
+                    if at_level && sk.one {
+                        break;
+                    }
+                    match b {
+                        b'"' => {
+                            if let Some(q) = scan::short_string(chunk, i + 1) {
+                                i = q + 1;
+                            } else {
+                                let f = fast_string(chunk, i + 1);
+                                if !f.quote {
+                                    entered = Some((false, f));
+                                    if at_level {
+                                        sk.count += 1;
+                                    }
+                                    break;
+                                }
+                                i = f.end + 1;
+                            }
+                        }
+                        b'[' | b'{' => {
+                            if depth >= self.max_depth {
+                                break;
+                            }
+                            let obj = b == b'{';
+                            self.stack.push(obj);
+                            depth += 1;
+                            if at_level {
+                                sk.count += 1;
+                            }
+                            state = if obj {
+                                State::ObjFirst
+                            } else {
+                                State::ArrFirst
+                            };
+                            i += 1;
+                            continue;
+                        }
+                        b'-' | b'0'..=b'9' => match number_end(chunk, i) {
+                            Some(e) => i = e,
+                            None => break,
+                        },
+                        b't' | b'f' | b'n' => {
+                            // Compared as fixed-size words, not a `memcmp` call.
+                            let four = |j: usize| {
+                                chunk
+                                    .get(j..j + 4)
+                                    .and_then(|w| <[u8; 4]>::try_from(w).ok())
+                            };
+                            let len = match (b, four(i)) {
+                                (b't', Some(w)) if &w == b"true" => 4,
+                                (b'n', Some(w)) if &w == b"null" => 4,
+                                (b'f', Some(w))
+                                    if &w == b"fals" && chunk.get(i + 4) == Some(&b'e') =>
+                                {
+                                    5
+                                }
+                                _ => break,
+                            };
+                            i += len;
+                        }
+                        _ => break,
+                    }
+                    // A scalar value completed inside a container.
+                    if at_level {
+                        sk.count += 1;
+                    }
+                    state = State::After;
+                }
+                _ => break,
+            }
+        }
+        self.state = state;
+        self.depth = depth;
+        self.skip = Some(sk);
+        if let Some((key, f)) = entered {
+            // A string the chunk ends inside of: enter it as `start_value` /
+            // `structural` would, with the units already validated counted.
+            self.begin_string(key);
+            self.dec_total = f.dec;
+            self.chars_total = f.chars;
+            *pos = f.end;
+            return None;
+        }
+        *pos = i;
+        if i >= chunk.len() {
+            return Some(self.need_more(chunk, pos));
+        }
+        None
     }
 
     fn scan_number(

@@ -75,3 +75,175 @@ fn suite_verdicts_whole_and_one_byte() {
     }
     assert!(n > 300);
 }
+
+/// How a skipping run asks the tokenizer to skip.
+#[derive(Debug, Clone, Copy)]
+enum SkipMode {
+    /// `skip_one(0)` before the first token: the whole document.
+    Whole,
+    /// `skip_rest(1, 0)` right after the top-level container opens.
+    RestOfTop,
+    /// `skip_one(1)` right after the top-level container opens: its first value.
+    FirstInside,
+}
+
+/// The tokenizer's verdict (and, when accepted, the tokens' shape) with a skip.
+fn run_skip(doc: &[u8], cuts: &[usize], mode: SkipMode) -> Result<Vec<u8>, Error> {
+    let mut t = Tokenizer::default();
+    let mut out = Vec::new();
+    let mut prev = 0;
+    let mut bounds: Vec<usize> = cuts.to_vec();
+    bounds.push(doc.len());
+    let mut asked = false;
+    if let SkipMode::Whole = mode {
+        t.skip_one(0);
+        asked = true;
+    }
+    let mut seen = |t: &mut Tokenizer, tok: Tok, chunk: &[u8], out: &mut Vec<u8>| {
+        match tok {
+            Tok::Skipped(n) => out.extend_from_slice(format!("<skipped {n}>").as_bytes()),
+            Tok::NeedMore | Tok::Eof => {}
+            _ => emit(t, tok, chunk, out, &mut false),
+        }
+        if !asked && matches!(tok, Tok::BeginArray | Tok::BeginObject) {
+            asked = true;
+            match mode {
+                SkipMode::RestOfTop => t.skip_rest(1, 0),
+                SkipMode::FirstInside => t.skip_one(1),
+                SkipMode::Whole => {}
+            }
+        }
+    };
+    for &b in &bounds {
+        let chunk = &doc[prev..b];
+        prev = b;
+        let mut pos = 0;
+        loop {
+            let tok = t.next(chunk, &mut pos)?;
+            if tok == Tok::NeedMore {
+                break;
+            }
+            seen(&mut t, tok, chunk, &mut out);
+        }
+    }
+    loop {
+        let tok = t.next_eof()?;
+        if tok == Tok::Eof {
+            break;
+        }
+        seen(&mut t, tok, &[], &mut out);
+    }
+    Ok(out)
+}
+
+/// Skipped bytes are validated exactly like tokenized ones: same verdict, same
+/// error kind and offset, whatever the skip and the chunking.
+fn assert_skip_agrees(name: &str, doc: &[u8], cuts: &[usize]) {
+    let plain = run(doc, cuts).map(|_| ());
+    for mode in [SkipMode::Whole, SkipMode::RestOfTop, SkipMode::FirstInside] {
+        let skipped = run_skip(doc, cuts, mode);
+        assert_eq!(
+            skipped.as_ref().map(|_| ()),
+            plain.as_ref().map(|_| ()),
+            "{name} {mode:?} cuts {cuts:?}: skipping changed the verdict"
+        );
+        if let (SkipMode::Whole, Ok(toks)) = (mode, &skipped) {
+            assert_eq!(toks.as_slice(), b"<skipped 1>", "{name}");
+        }
+    }
+}
+
+#[test]
+fn skipping_validates_like_tokenizing_on_the_suite() {
+    let mut n = 0;
+    for e in std::fs::read_dir(suite_dir()).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        let doc = std::fs::read(&p).unwrap();
+        assert_skip_agrees(&name, &doc, &[]);
+        let ones: Vec<usize> = (1..doc.len()).collect();
+        assert_skip_agrees(&name, &doc, &ones);
+        n += 1;
+    }
+    assert!(n > 300);
+}
+
+/// Documents long enough to cross several 64-byte blocks, with every kind of
+/// unit near block edges.
+fn block_docs() -> Vec<Vec<u8>> {
+    let pieces: [&[u8]; 14] = [
+        b"plain words ",
+        b"\\n",
+        b"\\\"",
+        b"\\\\",
+        b"\\u00e9",
+        b"\\uD83D\\uDE00",
+        "é".as_bytes(),
+        "日本".as_bytes(),
+        "😀".as_bytes(),
+        b"x",
+        b"\\/",
+        b"\\u0041",
+        b"0123456789abcdef",
+        b"\\t",
+    ];
+    let mut docs = Vec::new();
+    let mut x: u64 = 0xC0FF_EE00_1234_5678;
+    for k in 0..12 {
+        let mut s = Vec::new();
+        let target = 10 + (k * 61) % 300;
+        while s.len() < target {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            s.extend_from_slice(pieces[(x % pieces.len() as u64) as usize]);
+        }
+        let s = String::from_utf8(s).unwrap();
+        docs.push(
+            format!(
+                "{{\"k{k}\":\"{s}\",\"list\":[1,-0.5e+3,0,true,false,null,\"{s}\",{{\"deep\":[[{k}],{{}}]}}],\"n\":-12.75E-2}}"
+            )
+            .into_bytes(),
+        );
+        docs.push(format!("[\"{s}\",{k},[\"{s}\"],{{\"{s}\":null}}]").into_bytes());
+    }
+    docs
+}
+
+#[test]
+fn skipping_validates_like_tokenizing_on_mutated_documents() {
+    let subs: [&[u8]; 14] = [
+        b"\"",
+        b"\\",
+        b"}",
+        b"]",
+        b"\x00",
+        b"\x1f",
+        b"\xc3",
+        b"\xff",
+        b"0",
+        b"e",
+        b".",
+        b"",
+        b"\\u",
+        b"\xed\xa0\x80",
+    ];
+    let mut checked = 0;
+    for (d, doc) in block_docs().iter().enumerate() {
+        assert_skip_agrees("block doc", doc, &[]);
+        for at in 0..doc.len() {
+            for sub in subs {
+                let mut m = doc[..at].to_vec();
+                m.extend_from_slice(sub);
+                m.extend_from_slice(&doc[at + 1..]);
+                let name = format!("doc {d} byte {at} -> {sub:?}");
+                assert_skip_agrees(&name, &m, &[]);
+                // One split, moved around so it lands on every kind of byte.
+                let cut = (at * 7 + d) % m.len().max(1);
+                assert_skip_agrees(&name, &m, &[cut]);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 50_000, "{checked}");
+}
