@@ -1275,17 +1275,12 @@ impl Tokenizer {
     /// an error, or run past the chunk. A string that the chunk cuts is entered
     /// and left to `scan_string`. Returns `NeedMore` when the chunk is used up.
     fn fast_skip(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
-        let Some(mut sk) = self.skip else {
-            return None;
-        };
+        let mut sk = self.skip?;
         let mut i = *pos;
         let mut state = self.state;
         let mut depth = self.depth;
         let mut entered = None;
-        loop {
-            let Some(&b) = chunk.get(i) else {
-                break;
-            };
+        while let Some(&b) = chunk.get(i) {
             if is_ws(b) {
                 i = scan::skip_ws(chunk, i);
                 continue;
