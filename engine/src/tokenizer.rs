@@ -220,7 +220,7 @@ fn hex4(s: &[u8], i: usize) -> Option<u32> {
 /// A complete, valid escape starting at `s[i] == b'\\'`: (encoded length,
 /// decoded length, the code point). `None` when it is split by the end of `s`
 /// or invalid (the byte-wise machine then handles it).
-#[inline]
+#[inline(always)]
 fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
     let e = *s.get(i + 1)?;
     if let Some(c) = simple_escape(e) {
@@ -295,6 +295,8 @@ fn below(k: u32) -> u64 {
 fn fast_string(chunk: &[u8], start: usize) -> FastStr {
     let n = chunk.len();
     let mut i = start;
+    // Continuation bytes, and whether any byte is non-ASCII, in [start, stop):
+    // counted once per block (escapes are ASCII, so they never add to either).
     let mut cont = 0u64;
     let mut high = false;
     // Over all escapes: encoded minus decoded bytes, and encoded bytes minus one.
@@ -308,12 +310,10 @@ fn fast_string(chunk: &[u8], start: usize) -> FastStr {
         high |= f.high_before;
         let m = f.masks;
         let mut sp = m.special;
-        let mut from = 0u32;
         loop {
             if sp == 0 {
-                let rest = !below(from);
-                cont += (m.cont & rest).count_ones() as u64;
-                high |= m.high & rest != 0;
+                cont += m.cont.count_ones() as u64;
+                high |= m.high != 0;
                 let next = f.at + 64;
                 if next >= n {
                     stop = n;
@@ -323,44 +323,54 @@ fn fast_string(chunk: &[u8], start: usize) -> FastStr {
                 continue 'blocks;
             }
             let k = sp.trailing_zeros();
-            let seg = below(k) & !below(from);
-            cont += (m.cont & seg).count_ones() as u64;
-            high |= m.high & seg != 0;
             let p = f.at + k as usize;
-            match chunk.get(p) {
-                Some(b'"') => {
-                    stop = p;
-                    quote = true;
-                    break 'blocks;
-                }
-                Some(b'\\') => match inline_escape(chunk, p) {
-                    Some((enc, dec, _)) => {
-                        esc_dec += enc as u64 - dec;
-                        esc_chars += enc as u64 - 1;
-                        let q = k as usize + enc;
-                        if q >= 64 {
-                            i = f.at + q;
-                            continue 'blocks;
-                        }
-                        from = q as u32;
-                        sp &= !below(from);
+            let b = chunk.get(p).copied();
+            if b == Some(b'\\') {
+                if let Some((enc, dec, _)) = inline_escape(chunk, p) {
+                    esc_dec += enc as u64 - dec;
+                    esc_chars += enc as u64 - 1;
+                    let q = k as usize + enc;
+                    if q < 64 {
+                        sp &= !below(q as u32);
+                        continue;
                     }
-                    None => {
-                        stop = p;
-                        break 'blocks;
-                    }
-                },
-                _ => {
-                    stop = p;
-                    break 'blocks;
+                    cont += (m.cont & below(k)).count_ones() as u64;
+                    high |= m.high & below(k) != 0;
+                    i = f.at + q;
+                    continue 'blocks;
                 }
+            }
+            cont += (m.cont & below(k)).count_ones() as u64;
+            high |= m.high & below(k) != 0;
+            quote = b == Some(b'"');
+            stop = p;
+            break 'blocks;
+        }
+    }
+    let mut stop = stop;
+    if high && !quote && stop == n {
+        // A sequence split by the chunk end is left to the byte-wise machine,
+        // which carries it into the next chunk.
+        let mut j = stop;
+        while j > start && stop - j < 3 && chunk.get(j - 1).is_some_and(|&b| (b as i8) < -0x40) {
+            j -= 1;
+        }
+        if let Some((need, _, _)) = j
+            .checked_sub(1)
+            .and_then(|l| chunk.get(l))
+            .and_then(|&b| utf8_lead(b))
+        {
+            if j > start && need as usize > stop - j {
+                cont -= (stop - j) as u64;
+                stop = j - 1;
             }
         }
     }
-    if high {
-        if let Err(e) = std::str::from_utf8(chunk.get(start..stop).unwrap_or(&[])) {
-            // Stop where the bad (or split) sequence starts; it is never inside an
-            // escape, so a second pass over the valid prefix is exact.
+    let span = chunk.get(start..stop).unwrap_or(&[]);
+    if high && simdutf8::basic::from_utf8(span).is_err() {
+        // Bad input: std says where. Stop where the bad sequence starts; it is
+        // never inside an escape, so a second pass over the valid prefix is exact.
+        if let Err(e) = std::str::from_utf8(span) {
             let v = e.valid_up_to();
             if v == 0 {
                 return FastStr {
@@ -376,7 +386,7 @@ fn fast_string(chunk: &[u8], start: usize) -> FastStr {
     let len = (stop - start) as u64;
     FastStr {
         end: stop,
-        quote,
+        quote: quote && stop < n,
         dec: len - esc_dec,
         chars: len - cont - esc_chars,
     }

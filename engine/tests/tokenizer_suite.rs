@@ -247,3 +247,17 @@ fn skipping_validates_like_tokenizing_on_mutated_documents() {
     }
     assert!(checked > 50_000, "{checked}");
 }
+
+#[test]
+fn fast_paths_agree_with_every_single_split() {
+    // Long strings of multi-byte characters and escapes: every split point lands
+    // once inside a sequence, an escape, a surrogate pair and a block edge.
+    for doc in block_docs().iter().skip(14).take(6) {
+        let whole = run(doc, &[]);
+        assert!(whole.is_ok(), "{}", String::from_utf8_lossy(doc));
+        for cut in 1..doc.len() {
+            assert_eq!(run(doc, &[cut]), whole, "split at {cut}");
+            assert_skip_agrees("split doc", doc, &[cut]);
+        }
+    }
+}
