@@ -292,6 +292,7 @@ fn below(k: u32) -> u64 {
 /// Scan a string body from `start` block-wise: special bytes come from
 /// 64-byte masks, escapes are taken whole in place, UTF-8 is validated once
 /// over the span, and characters are counted from the continuation-byte masks.
+#[inline(never)]
 fn fast_string(chunk: &[u8], start: usize) -> FastStr {
     let n = chunk.len();
     let mut i = start;
@@ -989,6 +990,27 @@ impl Tokenizer {
         let n = chunk.len();
         loop {
             if self.esc == Esc::None && self.utf_need == 0 {
+                // Fastest path: the rest of a short plain-ASCII string, in one step.
+                if let Some(q) = scan::short_string(chunk, i) {
+                    let run = (q - i) as u64;
+                    if !self.keep || self.allow_dec.min(self.allow_enc) >= run {
+                        self.dec_total += run;
+                        self.chars_total += run;
+                        if self.decode_key {
+                            self.push_key_bytes(chunk.get(i..q).unwrap_or(&[]));
+                        }
+                        if self.keep {
+                            self.allow_dec -= run;
+                            self.allow_enc -= run;
+                        }
+                        if self.keep && q > start {
+                            *pos = q;
+                            return Ok(Some(Tok::StrSpan(start, q)));
+                        }
+                        *pos = q + 1;
+                        return Ok(self.end_string());
+                    }
+                }
                 // Fast path: whole units up to the closing quote (or to where the
                 // byte-wise machine must take over), when nothing in reach can be
                 // cut and the key is not being decoded.
@@ -1284,6 +1306,7 @@ impl Tokenizer {
     /// value at the skip's own level for `skip_one`, exceed the depth limit, be
     /// an error, or run past the chunk. A string that the chunk cuts is entered
     /// and left to `scan_string`. Returns `NeedMore` when the chunk is used up.
+    #[inline(never)]
     fn fast_skip(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
         let mut sk = self.skip?;
         let mut i = *pos;
