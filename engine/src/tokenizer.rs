@@ -1011,13 +1011,22 @@ impl Tokenizer {
                         return Ok(self.end_string());
                     }
                 }
-                // Fast path: whole units up to the closing quote (or to where the
-                // byte-wise machine must take over), when nothing in reach can be
-                // cut and the key is not being decoded.
-                if !self.decode_key
-                    && (!self.keep || self.allow_dec.min(self.allow_enc) >= (n - i) as u64)
-                {
-                    let f = fast_string(chunk, i);
+                // Fast path (unless a key is being decoded): whole units up to the
+                // closing quote, or to where the byte-wise machine must take over.
+                if !self.decode_key {
+                    // A kept string looks no further than its allowance: every unit
+                    // wholly inside that window fits (decoded ≤ encoded), and one
+                    // straddling its end is left to the byte-wise path, which then
+                    // keeps or cuts it exactly. Windows never overlap, so this stays
+                    // linear.
+                    let lim = if self.keep {
+                        let room = self.allow_dec.min(self.allow_enc);
+                        i.saturating_add(usize::try_from(room).unwrap_or(usize::MAX))
+                            .min(n)
+                    } else {
+                        n
+                    };
+                    let f = fast_string(chunk.get(..lim).unwrap_or(chunk), i);
                     if f.end > i || f.quote {
                         self.dec_total += f.dec;
                         self.chars_total += f.chars;
