@@ -311,6 +311,9 @@ struct StrChild {
     start: u64,
     dec_allow: u64,
     enc_allow: u64,
+    /// Nothing can cut or drop it (no allowance, no ceiling, no hold): its
+    /// bytes are committed as they come, so it streams at any size.
+    streams: bool,
 }
 
 /// Project one JSON-RPC message at a time. Push chunks with [`Projector::feed`];
@@ -632,6 +635,9 @@ impl Projector {
                 let bytes = chunk.get(a..b).unwrap_or(&[]);
                 self.out.write(bytes);
                 self.after_string_bytes();
+                if self.str_child.is_some_and(|c| c.streams) {
+                    self.out.commit();
+                }
             }
             Tok::StrHeld => {
                 let mut tmp = [0u8; 12];
@@ -1011,9 +1017,12 @@ impl Projector {
             _ => u64::MAX,
         };
         self.lex.set_string_allowance(dec_allow, enc_allow);
-        if act == Act::Text && !self.out.is_held() {
+        let uncuttable = dec_allow == u64::MAX && self.eff.max_result_bytes == u64::MAX;
+        if act == Act::Text && !self.out.is_held() && !uncuttable {
             // A cut text is backed off to make room for its marker: its kept
             // bytes (at most the text allowance) stay uncommitted until it ends.
+            // With neither a text allowance nor a ceiling it cannot be cut, so
+            // it streams instead of being held whole.
             self.out.hold_here();
             self.text_hold = true;
         }
@@ -1022,6 +1031,7 @@ impl Projector {
             start: self.out.pos(),
             dec_allow,
             enc_allow,
+            streams: act == Act::Text && uncuttable && !self.out.is_held(),
         });
     }
 
