@@ -280,6 +280,18 @@ struct FastStr {
     chars: u64,
 }
 
+impl FastStr {
+    /// Nothing covered: the byte at `at` needs the byte-wise machine.
+    fn none(at: usize) -> FastStr {
+        FastStr {
+            end: at,
+            quote: false,
+            dec: 0,
+            chars: 0,
+        }
+    }
+}
+
 #[inline]
 fn below(k: u32) -> u64 {
     if k >= 64 {
@@ -374,12 +386,7 @@ fn fast_string(chunk: &[u8], start: usize) -> FastStr {
         if let Err(e) = std::str::from_utf8(span) {
             let v = e.valid_up_to();
             if v == 0 {
-                return FastStr {
-                    end: start,
-                    quote: false,
-                    dec: 0,
-                    chars: 0,
-                };
+                return FastStr::none(start);
             }
             return fast_string(chunk.get(..start + v).unwrap_or(&[]), start);
         }
@@ -390,6 +397,22 @@ fn fast_string(chunk: &[u8], start: usize) -> FastStr {
         quote: quote && stop < n,
         dec: len - esc_dec,
         chars: len - cont - esc_chars,
+    }
+}
+
+/// Skip a string body starting at `start`: `Ok` with the index just past its
+/// closing quote, or `Err` with what was validated when the chunk (or a byte
+/// the byte-wise machine must see) comes first.
+#[inline]
+fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
+    if let Some(q) = scan::short_string(chunk, start) {
+        return Ok(q + 1);
+    }
+    let f = fast_string(chunk, start);
+    if f.quote {
+        Ok(f.end + 1)
+    } else {
+        Err(f)
     }
 }
 
@@ -990,59 +1013,52 @@ impl Tokenizer {
         let n = chunk.len();
         loop {
             if self.esc == Esc::None && self.utf_need == 0 {
-                // Fastest path: the rest of a short plain-ASCII string, in one step.
-                if let Some(q) = scan::short_string(chunk, i) {
-                    let run = (q - i) as u64;
-                    if !self.keep || self.allow_dec.min(self.allow_enc) >= run {
-                        self.dec_total += run;
-                        self.chars_total += run;
+                // Fast paths: whole units up to the closing quote, or to where the
+                // byte-wise machine must take over. A kept string looks no further
+                // than its allowance: every unit wholly inside that window fits
+                // (decoded ≤ encoded), and one straddling its end is left to the
+                // byte-wise path, which then keeps or cuts it exactly. Windows never
+                // overlap, so this stays linear.
+                let lim = if self.keep {
+                    let room = self.allow_dec.min(self.allow_enc);
+                    i.saturating_add(usize::try_from(room).unwrap_or(usize::MAX))
+                        .min(n)
+                } else {
+                    n
+                };
+                let f = match scan::short_string(chunk, i) {
+                    // The rest of a short plain-ASCII string, in one step (a key
+                    // being decoded too: its decoded bytes are these bytes).
+                    Some(q) if q <= lim => {
                         if self.decode_key {
                             self.push_key_bytes(chunk.get(i..q).unwrap_or(&[]));
                         }
-                        if self.keep {
-                            self.allow_dec -= run;
-                            self.allow_enc -= run;
+                        let run = (q - i) as u64;
+                        FastStr {
+                            end: q,
+                            quote: true,
+                            dec: run,
+                            chars: run,
                         }
-                        if self.keep && q > start {
-                            *pos = q;
-                            return Ok(Some(Tok::StrSpan(start, q)));
-                        }
-                        *pos = q + 1;
-                        return Ok(self.end_string());
                     }
-                }
-                // Fast path (unless a key is being decoded): whole units up to the
-                // closing quote, or to where the byte-wise machine must take over.
-                if !self.decode_key {
-                    // A kept string looks no further than its allowance: every unit
-                    // wholly inside that window fits (decoded ≤ encoded), and one
-                    // straddling its end is left to the byte-wise path, which then
-                    // keeps or cuts it exactly. Windows never overlap, so this stays
-                    // linear.
-                    let lim = if self.keep {
-                        let room = self.allow_dec.min(self.allow_enc);
-                        i.saturating_add(usize::try_from(room).unwrap_or(usize::MAX))
-                            .min(n)
-                    } else {
-                        n
-                    };
-                    let f = fast_string(chunk.get(..lim).unwrap_or(chunk), i);
-                    if f.end > i || f.quote {
-                        self.dec_total += f.dec;
-                        self.chars_total += f.chars;
-                        if self.keep {
-                            self.allow_dec -= f.dec;
-                            self.allow_enc -= (f.end - i) as u64;
+                    _ if !self.decode_key => fast_string(chunk.get(..lim).unwrap_or(chunk), i),
+                    _ => FastStr::none(i),
+                };
+                if f.end > i || f.quote {
+                    self.dec_total += f.dec;
+                    self.chars_total += f.chars;
+                    if self.keep {
+                        self.allow_dec -= f.dec;
+                        self.allow_enc -= (f.end - i) as u64;
+                    }
+                    i = f.end;
+                    if f.quote {
+                        if self.keep && i > start {
+                            *pos = i;
+                            return Ok(Some(Tok::StrSpan(start, i)));
                         }
-                        i = f.end;
-                        if f.quote {
-                            if self.keep && i > start {
-                                *pos = i;
-                                return Ok(Some(Tok::StrSpan(start, i)));
-                            }
-                            *pos = i + 1;
-                            return Ok(self.end_string());
-                        }
+                        *pos = i + 1;
+                        return Ok(self.end_string());
                     }
                 }
                 // Plain run: no quote, backslash or control byte, and whole valid
@@ -1340,20 +1356,16 @@ impl Tokenizer {
                     state = State::Value;
                     i += 1;
                 }
-                (State::ObjFirst | State::ObjKey, b'"') => {
-                    if let Some(q) = scan::short_string(chunk, i + 1) {
-                        i = q + 1;
+                (State::ObjFirst | State::ObjKey, b'"') => match skip_string(chunk, i + 1) {
+                    Ok(end) => {
+                        i = end;
                         state = State::Colon;
-                        continue;
                     }
-                    let f = fast_string(chunk, i + 1);
-                    if !f.quote {
+                    Err(f) => {
                         entered = Some((true, f));
                         break;
                     }
-                    i = f.end + 1;
-                    state = State::Colon;
-                }
+                },
                 (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
                     let obj = b == b'}';
                     if self.stack.last() != Some(&obj)
@@ -1373,21 +1385,16 @@ impl Tokenizer {
                         break;
                     }
                     match b {
-                        b'"' => {
-                            if let Some(q) = scan::short_string(chunk, i + 1) {
-                                i = q + 1;
-                            } else {
-                                let f = fast_string(chunk, i + 1);
-                                if !f.quote {
-                                    entered = Some((false, f));
-                                    if at_level {
-                                        sk.count += 1;
-                                    }
-                                    break;
+                        b'"' => match skip_string(chunk, i + 1) {
+                            Ok(end) => i = end,
+                            Err(f) => {
+                                entered = Some((false, f));
+                                if at_level {
+                                    sk.count += 1;
                                 }
-                                i = f.end + 1;
+                                break;
                             }
-                        }
+                        },
                         b'[' | b'{' => {
                             if depth >= self.max_depth {
                                 break;
