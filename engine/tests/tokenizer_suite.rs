@@ -8,34 +8,43 @@ fn suite_dir() -> PathBuf {
         .join("../../shared/corpora/JSONTestSuite/test_parsing")
 }
 
-/// Run the tokenizer over `doc` split into the given chunks; rebuild the value's
-/// bytes without insignificant whitespace.
-fn run(doc: &[u8], cuts: &[usize]) -> Result<Vec<u8>, Error> {
-    let mut t = Tokenizer::default();
-    let mut out = Vec::new();
+/// Feed `doc` split at `cuts` to `t`, then announce the end; every token but
+/// `NeedMore` and `Eof` goes to `on` with the chunk its spans index.
+fn drive(
+    t: &mut Tokenizer,
+    doc: &[u8],
+    cuts: &[usize],
+    mut on: impl FnMut(&mut Tokenizer, Tok, &[u8]),
+) -> Result<(), Error> {
     let mut prev = 0;
-    let mut bounds: Vec<usize> = cuts.to_vec();
-    bounds.push(doc.len());
-    let mut need_sep = false;
-    for &b in &bounds {
+    for &b in cuts.iter().chain([doc.len()].iter()) {
         let chunk = &doc[prev..b];
         prev = b;
         let mut pos = 0;
         loop {
             let tok = t.next(chunk, &mut pos)?;
-            match tok {
-                Tok::NeedMore => break,
-                _ => emit(&t, tok, chunk, &mut out, &mut need_sep),
+            if tok == Tok::NeedMore {
+                break;
             }
+            on(t, tok, chunk);
         }
     }
     loop {
         let tok = t.next_eof()?;
         if tok == Tok::Eof {
-            break;
+            return Ok(());
         }
-        emit(&t, tok, &[], &mut out, &mut need_sep);
+        on(t, tok, &[]);
     }
+}
+
+/// Run the tokenizer over `doc` split into the given chunks; rebuild the value's
+/// bytes without insignificant whitespace.
+fn run(doc: &[u8], cuts: &[usize]) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    drive(&mut Tokenizer::default(), doc, cuts, |t, tok, chunk| {
+        emit(t, tok, chunk, &mut out, &mut false)
+    })?;
     Ok(out)
 }
 
@@ -91,19 +100,15 @@ enum SkipMode {
 fn run_skip(doc: &[u8], cuts: &[usize], mode: SkipMode) -> Result<Vec<u8>, Error> {
     let mut t = Tokenizer::default();
     let mut out = Vec::new();
-    let mut prev = 0;
-    let mut bounds: Vec<usize> = cuts.to_vec();
-    bounds.push(doc.len());
     let mut asked = false;
     if let SkipMode::Whole = mode {
         t.skip_one(0);
         asked = true;
     }
-    let mut seen = |t: &mut Tokenizer, tok: Tok, chunk: &[u8], out: &mut Vec<u8>| {
+    drive(&mut t, doc, cuts, |t, tok, chunk| {
         match tok {
             Tok::Skipped(n) => out.extend_from_slice(format!("<skipped {n}>").as_bytes()),
-            Tok::NeedMore | Tok::Eof => {}
-            _ => emit(t, tok, chunk, out, &mut false),
+            _ => emit(t, tok, chunk, &mut out, &mut false),
         }
         if !asked && matches!(tok, Tok::BeginArray | Tok::BeginObject) {
             asked = true;
@@ -113,26 +118,7 @@ fn run_skip(doc: &[u8], cuts: &[usize], mode: SkipMode) -> Result<Vec<u8>, Error
                 SkipMode::Whole => {}
             }
         }
-    };
-    for &b in &bounds {
-        let chunk = &doc[prev..b];
-        prev = b;
-        let mut pos = 0;
-        loop {
-            let tok = t.next(chunk, &mut pos)?;
-            if tok == Tok::NeedMore {
-                break;
-            }
-            seen(&mut t, tok, chunk, &mut out);
-        }
-    }
-    loop {
-        let tok = t.next_eof()?;
-        if tok == Tok::Eof {
-            break;
-        }
-        seen(&mut t, tok, &[], &mut out);
-    }
+    })?;
     Ok(out)
 }
 
