@@ -192,41 +192,9 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX2 and POPCNT (checked at run time by the caller).
     #[target_feature(enable = "avx2,popcnt")]
-    pub unsafe fn find_block_avx2(s: &[u8], mut i: usize) -> Found {
-        let n = s.len();
-        let mut cont_before = 0u64;
-        let mut high_before = 0u64;
-        while i + 64 <= n {
-            // SAFETY: i + 64 <= n, so 64 bytes at `i` are inside `s`; AVX2 is enabled here.
-            let mut m = unsafe { masks_avx2(s.as_ptr().add(i)) };
-            // Without the barrier LLVM tests the two halves' OR and, on the found
-            // path, rebuilds the 64-bit mask byte by byte (≈ 60 extract/insert
-            // instructions per string).
-            m.special = std::hint::black_box(m.special);
-            if m.special != 0 {
-                return Found {
-                    at: i,
-                    masks: m,
-                    cont_before,
-                    high_before: high_before != 0,
-                };
-            }
-            cont_before += m.cont.count_ones() as u64;
-            high_before |= m.high;
-            i += 64;
-        }
-        let mut b = [b' '; 64];
-        let tail = s.get(i..).unwrap_or(&[]);
-        if let Some(dst) = b.get_mut(..tail.len()) {
-            dst.copy_from_slice(tail);
-        }
-        Found {
-            at: i,
-            // SAFETY: `b` is 64 bytes on the stack; AVX2 is enabled here.
-            masks: unsafe { masks_avx2(b.as_ptr()) },
-            cont_before,
-            high_before: high_before != 0,
-        }
+    pub unsafe fn find_block_avx2(s: &[u8], i: usize) -> Found {
+        // SAFETY: a `&[u8; 64]` is 64 readable bytes; AVX2 is enabled here.
+        super::find_block_with(s, i, |b| unsafe { masks_avx2(b.as_ptr()) })
     }
 
     /// # Safety
@@ -338,10 +306,12 @@ pub fn find_block_at(level: Level, s: &[u8], i: usize) -> Found {
 fn find_block_with(s: &[u8], mut i: usize, masks: impl Fn(&[u8; 64]) -> Masks) -> Found {
     let mut cont_before = 0u64;
     let mut high_before = false;
-    while let Some(w) = s.get(i..i + 64) {
-        let mut b = [0u8; 64];
-        b.copy_from_slice(w);
-        let m = masks(&b);
+    while let Some(w) = s.get(i..i + 64).and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
+        let mut m = masks(w);
+        // Without the barrier LLVM tests the two halves' OR and, on the found
+        // path, rebuilds the 64-bit mask byte by byte (≈ 60 extract/insert
+        // instructions per string).
+        m.special = std::hint::black_box(m.special);
         if m.special != 0 {
             return Found {
                 at: i,
