@@ -120,6 +120,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Fresh state for one session, answering the client on `client_out`.
+    fn new(cfg: ProxyConfig, client_out: Box<dyn Write + Send>) -> Shared {
+        Shared {
+            cfg,
+            pending: Mutex::new(HashMap::new()),
+            tools: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(HashMap::new()),
+            tools_state: Mutex::new(ToolsState::default()),
+            tools_cv: Condvar::new(),
+            client_out: Mutex::new(client_out),
+        }
+    }
+
     fn log(&self, level: LogLevel, msg: &str) {
         if level <= self.cfg.log_level {
             let tag = match level {
@@ -213,15 +226,7 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
         eprintln!("resultbudget: cannot open the server's pipes");
         return 2;
     };
-    let shared = Arc::new(Shared {
-        cfg,
-        pending: Mutex::new(HashMap::new()),
-        tools: Mutex::new(HashMap::new()),
-        tasks: Mutex::new(HashMap::new()),
-        tools_state: Mutex::new(ToolsState::default()),
-        tools_cv: Condvar::new(),
-        client_out: Mutex::new(Box::new(std::io::stdout())),
-    });
+    let shared = Arc::new(Shared::new(cfg, Box::new(std::io::stdout())));
     let child = Arc::new(Mutex::new(child));
     let c2s = {
         let shared = Arc::clone(&shared);
@@ -1099,15 +1104,7 @@ pub fn relay_server_output<R: Read>(
     input: R,
     out: Box<dyn Write + Send>,
 ) -> (bool, usize) {
-    let shared = Shared {
-        cfg,
-        pending: Mutex::new(HashMap::new()),
-        tools: Mutex::new(HashMap::new()),
-        tasks: Mutex::new(HashMap::new()),
-        tools_state: Mutex::new(ToolsState::default()),
-        tools_cv: Condvar::new(),
-        client_out: Mutex::new(out),
-    };
+    let shared = Shared::new(cfg, out);
     let o = server_to_client(&shared, input);
     (o.broken_line, o.orphaned)
 }
