@@ -1235,7 +1235,13 @@ fn budget_doc(cfg: &BudgetCfg, body: &[u8]) -> Vec<u8> {
 pub type BudgetRun = (Result<Record, Error>, Vec<u8>);
 
 pub fn run_budget(lim: Limits, chunks: &[&[u8]]) -> BudgetRun {
+    run_budget_with(lim, chunks, true)
+}
+
+/// [`run_budget`] with the fast keeping loop on or off.
+pub fn run_budget_with(lim: Limits, chunks: &[&[u8]], fast: bool) -> BudgetRun {
     let mut b = Budget::new(lim).expect("limits are valid");
+    b.set_fast_keep(fast);
     let mut out = Vec::new();
     for c in chunks {
         if let Err(e) = b.feed(c, &mut out) {
@@ -1268,6 +1274,10 @@ pub fn budget_one(data: &[u8]) {
     let points = split_points(doc.len(), &cfg.splits[..n]);
     let whole = run_budget(lim, &[&doc]);
     let split = run_budget(lim, &chunks(&doc, &points));
+    // The token-by-token path the fast keeping loop shortcuts: same verdict,
+    // same bytes, same record.
+    let slow = run_budget_with(lim, &chunks(&doc, &points), false);
+    assert!(slow == split, "fast keep and token by token differ");
     match (&whole.0, &split.0) {
         (Ok(_), Ok(_)) => assert!(
             whole == split,
@@ -1659,7 +1669,13 @@ pub struct McpRun {
 }
 
 pub fn run_mcp(lim: McpLimits, treat: &Treat, chunks: &[&[u8]]) -> McpRun {
+    run_mcp_with(lim, treat, chunks, true)
+}
+
+/// [`run_mcp`] with the fast keeping loop on or off.
+pub fn run_mcp_with(lim: McpLimits, treat: &Treat, chunks: &[&[u8]], fast: bool) -> McpRun {
     let mut p = Projector::new(lim).expect("limits are valid");
+    p.set_fast_keep(fast);
     p.begin(treat.clone());
     let mut out = Vec::new();
     for c in chunks {
@@ -1690,6 +1706,8 @@ pub fn mcp_one(data: &[u8]) {
     let points = split_points(doc.len(), &cfg.splits[..n]);
     let whole = run_mcp(lim, &treat, &[&doc]);
     let split = run_mcp(lim, &treat, &chunks(&doc, &points));
+    let slow = run_mcp_with(lim, &treat, &chunks(&doc, &points), false);
+    assert!(slow == split, "fast keep and token by token differ");
     match (&whole.res, &split.res) {
         (Ok(_), Ok(_)) => assert!(
             whole == split,

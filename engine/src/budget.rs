@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::out::Out;
 use crate::record::{BudgetKind, PointerBuf, Record};
-use crate::tokenizer::{Tok, Tokenizer};
+use crate::tokenizer::{KeepSink, Tok, Tokenizer};
 
 #[derive(Debug, Clone, Copy)]
 struct Frame {
@@ -78,6 +78,9 @@ pub(crate) struct ValueBudget {
     in_str: bool,
     /// After `Step::Omitted`: the kind of the ceiling that left no room.
     pub root_omitted_kind: BudgetKind,
+    /// Whether [`ValueBudget::fast_keep`] runs (off only to test it against
+    /// the token-by-token path).
+    pub fast: bool,
 }
 
 impl ValueBudget {
@@ -99,6 +102,7 @@ impl ValueBudget {
             value_mark: 0,
             in_str: false,
             root_omitted_kind: BudgetKind::ResultBytes,
+            fast: true,
         }
     }
 
@@ -250,6 +254,31 @@ impl ValueBudget {
             self.skip_why = SkipWhy::ListTail;
         }
         Step::More
+    }
+
+    /// Take whole tokens from `chunk` at `*pos` without the per-token round
+    /// trip, while nothing can be cut (see [`Keeper`]). Call between tokens.
+    #[inline]
+    pub fn fast_keep(&mut self, lex: &mut Tokenizer, chunk: &[u8], pos: &mut usize, out: &mut Out) {
+        if !self.fast
+            || self.frames.is_empty()
+            || self.in_num
+            || self.in_str
+            || self.key_doom.is_some()
+            || self.skip_why != SkipWhy::None
+        {
+            return;
+        }
+        let room = out.avail();
+        lex.fast_keep(
+            chunk,
+            pos,
+            &mut Keeper {
+                vb: self,
+                out,
+                room,
+            },
+        );
     }
 
     /// Feed one token (never `NeedMore` or `Eof`).
@@ -469,6 +498,168 @@ impl ValueBudget {
     }
 }
 
+/// [`ValueBudget`] as the policy of [`Tokenizer::fast_keep`]: it takes a token
+/// only when the token-by-token path ([`ValueBudget::token`]) would write it
+/// whole, cut nothing and start no skip, and then writes the same bytes,
+/// commits at the same point and leaves the same state. Everything else
+/// (a limit reached or about to be, the value's own first and last token) is
+/// refused and left to that path.
+struct Keeper<'a> {
+    vb: &'a mut ValueBudget,
+    out: &'a mut Out,
+    /// `out.avail()`, kept current.
+    room: u64,
+}
+
+impl Keeper<'_> {
+    /// A child of `len` bytes starts in the innermost container; `ends` when it
+    /// is complete with this token (a scalar). Checks what `start_child` and
+    /// `value_end` would check, then counts it and writes its comma.
+    #[inline(always)]
+    fn child(&mut self, len: u64, ends: bool) -> bool {
+        let max_items = self.vb.lim.max_list_items;
+        let Some(p) = self.vb.frames.last_mut() else {
+            return false;
+        };
+        let comma = !p.obj && p.kept > 0;
+        let need = len.saturating_add(comma as u64);
+        if need > self.room || (!p.obj && ends && p.kept.saturating_add(1) >= max_items) {
+            return false;
+        }
+        if !p.obj {
+            p.seen += 1;
+        }
+        p.kept += 1;
+        if comma {
+            self.out.byte(b',');
+        }
+        self.room -= comma as u64;
+        true
+    }
+
+    /// A scalar child was written: what `value_end` does for it.
+    #[inline(always)]
+    fn ended(&mut self, len: u64) {
+        self.room -= len;
+        self.vb.mark = None;
+        self.out.commit();
+    }
+}
+
+impl KeepSink for Keeper<'_> {
+    #[inline(always)]
+    fn key(&mut self, body: &[u8]) -> bool {
+        let max_keys = self.vb.lim.max_map_keys;
+        let Some(p) = self.vb.frames.last_mut() else {
+            return false;
+        };
+        let comma = p.kept > 0;
+        // `check_key` wants room for `":` and one byte of value after the key.
+        let need = (body.len() as u64 + 4).saturating_add(comma as u64);
+        if !p.obj || p.kept >= max_keys || need > self.room {
+            return false;
+        }
+        p.seen += 1;
+        self.vb.mark = Some(self.out.pos());
+        if comma {
+            self.out.byte(b',');
+        }
+        self.out.byte(b'"');
+        self.out.write(body);
+        if self.out.unbounded() {
+            self.out.commit();
+        }
+        self.out.write(b"\":");
+        self.room -= need - 1;
+        // `key_end`: this object's key slot is the last one.
+        self.vb.keys.truncate(p.key_off as usize);
+        self.vb.keys.extend_from_slice(body);
+        p.key_len = body.len() as u32;
+        p.key_ok = true;
+        true
+    }
+
+    #[inline(always)]
+    fn string_room(&self) -> u64 {
+        let comma = self.vb.frames.last().is_some_and(|p| !p.obj && p.kept > 0);
+        self.room.saturating_sub(2 + comma as u64)
+    }
+
+    #[inline(always)]
+    fn string(&mut self, raw: &[u8], dec: u64) -> bool {
+        // `raw` has its quotes; the allowance `token` would give is
+        // `max_string_bytes` decoded and the room after `"` and its closer.
+        let len = raw.len() as u64;
+        if dec > self.vb.lim.max_string_bytes || !self.child(len, true) {
+            return false;
+        }
+        self.out.write(raw);
+        self.ended(len);
+        true
+    }
+
+    #[inline(always)]
+    fn scalar(&mut self, raw: &[u8]) -> bool {
+        let len = raw.len() as u64;
+        if !self.child(len, true) {
+            return false;
+        }
+        self.out.write(raw);
+        self.ended(len);
+        true
+    }
+
+    #[inline(always)]
+    fn open(&mut self, obj: bool) -> bool {
+        let lim = self.vb.lim;
+        if self.vb.frames.len() as u64 >= lim.max_depth as u64
+            || (!obj && lim.max_list_items == 0)
+            || !self.child(2, false)
+        {
+            return false;
+        }
+        self.out.byte(if obj { b'{' } else { b'[' });
+        self.out.reserved += 1;
+        self.out.commit();
+        self.vb.mark = None;
+        self.vb.frames.push(Frame {
+            obj,
+            kept: 0,
+            seen: 0,
+            key_off: self.vb.keys.len() as u32,
+            key_len: 0,
+            key_ok: false,
+        });
+        self.room = self.out.avail();
+        true
+    }
+
+    #[inline(always)]
+    fn close(&mut self) -> bool {
+        let max_items = self.vb.lim.max_list_items;
+        let n = self.vb.frames.len();
+        let (Some(f), Some(parent)) = (
+            self.vb.frames.get(n.wrapping_sub(1)),
+            self.vb.frames.get(n.wrapping_sub(2)),
+        ) else {
+            // The value's own closer: `token` reports it done.
+            return false;
+        };
+        if !parent.obj && parent.kept >= max_items {
+            // `value_end` would start the list's tail.
+            return false;
+        }
+        let obj = f.obj;
+        self.vb.frames.pop();
+        self.out.byte(if obj { b'}' } else { b']' });
+        self.out.reserved = self.out.reserved.saturating_sub(1);
+        self.vb.mark = None;
+        self.out.commit();
+        self.room = self.out.avail();
+        true
+    }
+}
+
 /// Whether the last [`Budget::feed`] completed the value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -553,10 +744,21 @@ impl Budget {
         Ok(())
     }
 
+    /// Turn the fast keeping loop off (or back on). For tests that compare it
+    /// with the token-by-token path; the output is the same either way.
+    #[doc(hidden)]
+    pub fn set_fast_keep(&mut self, on: bool) {
+        self.vb.fast = on;
+    }
+
     /// Push the next chunk; committed output is appended to `out`.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Status, Error> {
         let mut pos = 0;
         loop {
+            if !self.done {
+                self.vb
+                    .fast_keep(&mut self.lex, input, &mut pos, &mut self.out);
+            }
             let tok = self.lex.next(input, &mut pos)?;
             if tok == Tok::NeedMore {
                 break;

@@ -490,6 +490,13 @@ impl Projector {
         self.typed_failed
     }
 
+    /// Turn the fast keeping loop off (or back on). For tests that compare it
+    /// with the token-by-token path; the output is the same either way.
+    #[doc(hidden)]
+    pub fn set_fast_keep(&mut self, on: bool) {
+        self.vb.fast = on;
+    }
+
     /// Push the next chunk of the message; committed output is appended to `out`.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
         let mut pos = 0;
@@ -497,6 +504,10 @@ impl Projector {
             self.hash_from = Some(0);
         }
         loop {
+            if self.vb_act.is_some() && !self.done {
+                self.vb
+                    .fast_keep(&mut self.lex, input, &mut pos, &mut self.out);
+            }
             let tok = self.lex.next(input, &mut pos)?;
             if tok == Tok::NeedMore {
                 break;

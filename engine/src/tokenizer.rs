@@ -416,6 +416,23 @@ fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
     }
 }
 
+/// A whole string body from `start` whose closing quote is in the chunk within
+/// `max` encoded bytes: the quote's index and the decoded length. `None` when
+/// it is longer, goes on past the chunk, or needs the byte-wise machine.
+#[inline]
+fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
+    if let Some(q) = scan::short_string(chunk, start) {
+        return ((q - start) as u64 <= max).then_some((q, (q - start) as u64));
+    }
+    // Scan no further than the quote may be: a longer string is refused anyway.
+    let lim = usize::try_from(max)
+        .ok()
+        .and_then(|m| start.checked_add(m)?.checked_add(1))
+        .map_or(chunk.len(), |l| l.min(chunk.len()));
+    let f = fast_string(chunk.get(..lim)?, start);
+    f.quote.then_some((f.end, f.dec))
+}
+
 /// The end of a valid number starting at `chunk[i]`, when it ends inside the
 /// chunk and the byte after it cannot continue it. `None` sends the number to
 /// the byte-wise machine (which reports the exact error, or carries it on).
@@ -464,6 +481,26 @@ fn number_end(chunk: &[u8], mut i: usize) -> Option<usize> {
     // The terminator must be in this chunk (a number may go on in the next).
     chunk.get(i)?;
     Some(i)
+}
+
+/// The policy side of [`Tokenizer::fast_keep`]: each method is offered one
+/// complete, valid token and returns whether it wrote it exactly as the
+/// token-by-token path would have. `false` leaves the token unconsumed, for
+/// that path to decide.
+pub(crate) trait KeepSink {
+    /// An object key with no escapes; `body` is between the quotes (and is
+    /// also its decoded form).
+    fn key(&mut self, body: &[u8]) -> bool;
+    /// Encoded bytes a string value may have to be offered (its quotes not counted).
+    fn string_room(&self) -> u64;
+    /// A string value, quotes included, and its decoded length.
+    fn string(&mut self, raw: &[u8], dec: u64) -> bool;
+    /// A number or a literal.
+    fn scalar(&mut self, raw: &[u8]) -> bool;
+    /// `{` (`obj`) or `[`.
+    fn open(&mut self, obj: bool) -> bool;
+    /// The innermost container's closer.
+    fn close(&mut self) -> bool;
 }
 
 /// The push tokenizer. See the module documentation.
@@ -1464,6 +1501,129 @@ impl Tokenizer {
             return Some(self.need_more(chunk, pos));
         }
         None
+    }
+
+    /// Take whole tokens in one loop while a policy keeps them unchanged (see
+    /// [`KeepSink`]): commas, colons and whitespace are consumed here, every
+    /// value, key and closer is offered to `sink`, which writes it or refuses.
+    /// Returns at the first refusal, at anything that is not a complete,
+    /// valid token inside this chunk (an escape in a key, a number or string
+    /// the chunk ends in, an error), or at a skip: the byte-wise machine then
+    /// goes on from exactly there, so errors keep their kind and offset.
+    #[inline(never)]
+    pub(crate) fn fast_keep<S: KeepSink>(&mut self, chunk: &[u8], pos: &mut usize, sink: &mut S) {
+        // Only between tokens: inside a string, number or literal every byte counts.
+        if self.skip.is_some()
+            || self.ended
+            || matches!(
+                self.state,
+                State::Str | State::Num | State::Lit | State::Done
+            )
+        {
+            return;
+        }
+        let mut i = *pos;
+        let mut state = self.state;
+        while let Some(&b) = chunk.get(i) {
+            if is_ws(b) {
+                i = scan::skip_ws(chunk, i);
+                continue;
+            }
+            match (state, b) {
+                (State::After, b',') => {
+                    state = if self.stack.last() == Some(&true) {
+                        State::ObjKey
+                    } else {
+                        State::Value
+                    };
+                    i += 1;
+                }
+                (State::Colon, b':') => {
+                    state = State::Value;
+                    i += 1;
+                }
+                (State::ObjFirst | State::ObjKey, b'"') => {
+                    let Some((q, dec)) = whole_string(chunk, i + 1, KEY_CAP as u64) else {
+                        break;
+                    };
+                    let body = chunk.get(i + 1..q).unwrap_or(&[]);
+                    // A key with escapes is decoded by the byte-wise machine.
+                    if dec != body.len() as u64 || !sink.key(body) {
+                        break;
+                    }
+                    i = q + 1;
+                    state = State::Colon;
+                }
+                (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
+                    if self.stack.last() != Some(&(b == b'}')) || !sink.close() {
+                        break;
+                    }
+                    self.stack.pop();
+                    self.depth -= 1;
+                    state = if self.depth == 0 {
+                        State::Done
+                    } else {
+                        State::After
+                    };
+                    i += 1;
+                }
+                (State::Value | State::ArrFirst, _) => {
+                    let end = match b {
+                        b'"' => {
+                            let max = sink.string_room();
+                            let Some((q, dec)) = whole_string(chunk, i + 1, max) else {
+                                break;
+                            };
+                            let raw = chunk.get(i..q + 1).unwrap_or(&[]);
+                            if !sink.string(raw, dec) {
+                                break;
+                            }
+                            q + 1
+                        }
+                        b'[' | b'{' => {
+                            let obj = b == b'{';
+                            if self.depth >= self.max_depth || !sink.open(obj) {
+                                break;
+                            }
+                            self.stack.push(obj);
+                            self.depth += 1;
+                            state = if obj {
+                                State::ObjFirst
+                            } else {
+                                State::ArrFirst
+                            };
+                            i += 1;
+                            continue;
+                        }
+                        b'-' | b'0'..=b'9' => match number_end(chunk, i) {
+                            Some(e) if sink.scalar(chunk.get(i..e).unwrap_or(&[])) => e,
+                            _ => break,
+                        },
+                        b't' | b'f' | b'n' => {
+                            let text: &[u8] = match b {
+                                b't' => b"true",
+                                b'f' => b"false",
+                                _ => b"null",
+                            };
+                            if chunk.get(i..i + text.len()) != Some(text) || !sink.scalar(text) {
+                                break;
+                            }
+                            i + text.len()
+                        }
+                        _ => break,
+                    };
+                    i = end;
+                    state = if self.depth == 0 {
+                        State::Done
+                    } else {
+                        State::After
+                    };
+                }
+                _ => break,
+            }
+        }
+        self.state = state;
+        *pos = i;
     }
 
     fn scan_number(

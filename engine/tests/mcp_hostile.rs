@@ -5,7 +5,8 @@
 //! after a huge `content`, and `isError` after a huge `content`.
 //!
 //! Large inputs are fed in 64 KiB chunks, and once more in a random chunking
-//! that must give the same bytes and record.
+//! that must give the same bytes and record, with and without the fast
+//! keeping loop.
 mod mcp_support;
 
 use mcp_support::*;
@@ -23,8 +24,13 @@ fn project(lim: McpLimits, treat: Treat, input: &[u8], seed: u64) -> Run {
     let mut p = projector(lim);
     let r = run_with(&mut p, treat.clone(), input, BIG_CHUNK);
     let cuts = random_cuts(&mut Rng(seed), input.len(), 3 * BIG_CHUNK);
-    let r2 = run_split_with(&mut p, treat, input, &cuts);
+    let r2 = run_split_with(&mut p, treat.clone(), input, &cuts);
     assert_eq!(r, r2, "random chunking differs");
+    // The token-by-token path that the fast keeping loop shortcuts.
+    let mut slow = projector(lim);
+    slow.set_fast_keep(false);
+    let r3 = run_split_with(&mut slow, treat, input, &cuts);
+    assert_eq!(r2, r3, "fast keep and token by token differ");
     r
 }
 

@@ -417,17 +417,34 @@ impl Oracle {
 /// Output and record JSON of the engine for `input` fed in chunks ending at
 /// `bounds` (then the rest).
 fn engine(lim: Limits, input: &[u8], bounds: &[usize]) -> (Vec<u8>, Vec<u8>) {
+    let (feeds, rec) = engine_feeds(lim, input, bounds, true);
+    (feeds.concat(), rec)
+}
+
+/// What each `feed` (and then `finish`) wrote, and the record; `fast` turns the
+/// fast keeping loop on or off.
+fn engine_feeds(
+    lim: Limits,
+    input: &[u8],
+    bounds: &[usize],
+    fast: bool,
+) -> (Vec<Vec<u8>>, Vec<u8>) {
     let mut b = Budget::new(lim).unwrap();
-    let mut out = Vec::new();
+    b.set_fast_keep(fast);
+    let mut feeds = Vec::new();
     let mut prev = 0;
     for &end in bounds.iter().chain([input.len()].iter()) {
         let end = end.clamp(prev, input.len());
+        let mut out = Vec::new();
         b.feed(&input[prev..end], &mut out)
             .unwrap_or_else(|e| panic!("{e} in {:?}", String::from_utf8_lossy(input)));
+        feeds.push(out);
         prev = end;
     }
+    let mut out = Vec::new();
     let rec = b.finish(&mut out).unwrap().to_json();
-    (out, rec)
+    feeds.push(out);
+    (feeds, rec)
 }
 
 fn engine_whole(lim: Limits, input: &[u8]) -> (Vec<u8>, Vec<u8>) {
@@ -479,6 +496,18 @@ fn check(doc: &Doc, ws_seed: u64, lim: Limits, cuts: &[Index]) -> Result<(), Tes
         "chunks ending at {:?}",
         bounds
     );
+    // The fast keeping loop and the token-by-token path it shortcuts write the
+    // same bytes in every feed, whole and in the same chunks.
+    for b in [&[][..], &bounds[..]] {
+        let fast = engine_feeds(lim, &input, b, true);
+        let slow = engine_feeds(lim, &input, b, false);
+        prop_assert_eq!(
+            fast,
+            slow,
+            "fast keep vs token by token, chunks ending at {:?}",
+            b
+        );
+    }
     let ones: Vec<usize> = (1..input.len()).collect();
     let bytewise = engine(lim, &input, &ones);
     prop_assert_eq!(
