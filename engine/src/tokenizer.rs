@@ -181,14 +181,44 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
 
+/// A hex digit's value, or 0xFF.
+static HEX: [u8; 256] = {
+    let mut t = [0xFFu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
+/// After a backslash: the byte a one-character escape stands for, 0xFF for
+/// `u`, 0 for a byte that cannot follow a backslash. A table rather than a
+/// `match`, which compiles to an indirect jump that mispredicts on mixed text.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t[b'/' as usize] = b'/';
+    t[b'b' as usize] = 0x08;
+    t[b'f' as usize] = 0x0C;
+    t[b'n' as usize] = b'\n';
+    t[b'r' as usize] = b'\r';
+    t[b't' as usize] = b'\t';
+    t[b'u' as usize] = 0xFF;
+    t
+};
+
 #[inline]
 fn hex_val(b: u8) -> Option<u32> {
-    match b {
-        b'0'..=b'9' => Some((b - b'0') as u32),
-        b'a'..=b'f' => Some((b - b'a' + 10) as u32),
-        b'A'..=b'F' => Some((b - b'A' + 10) as u32),
-        _ => None,
-    }
+    let v = HEX[b as usize];
+    (v != 0xFF).then_some(v as u32)
 }
 
 /// Length, and the allowed range of the first continuation byte, for a UTF-8 lead byte.
@@ -211,10 +241,14 @@ fn utf8_lead(b: u8) -> Option<(u8, u8, u8)> {
 fn hex4(s: &[u8], i: usize) -> Option<u32> {
     let h = s.get(i..i + 4)?;
     let mut v = 0u32;
+    let mut bad = 0u8;
     for &b in h {
-        v = v * 16 + hex_val(b)?;
+        let d = HEX[b as usize];
+        bad |= d;
+        v = v << 4 | d as u32;
     }
-    Some(v)
+    // A valid digit is below 16; 0xFF marks the others.
+    (bad & 0xF0 == 0).then_some(v)
 }
 
 /// A complete, valid escape starting at `s[i] == b'\\'`: (encoded length,
@@ -222,12 +256,9 @@ fn hex4(s: &[u8], i: usize) -> Option<u32> {
 /// or invalid (the byte-wise machine then handles it).
 #[inline(always)]
 fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
-    let e = *s.get(i + 1)?;
-    if let Some(c) = simple_escape(e) {
-        return Some((2, 1, c as u32));
-    }
-    if e != b'u' {
-        return None;
+    let d = ESCAPE[*s.get(i + 1)? as usize];
+    if d != 0xFF {
+        return (d != 0).then_some((2, 1, d as u32));
     }
     let cp = hex4(s, i + 2)?;
     match cp {
@@ -242,24 +273,18 @@ fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
             Some((12, 4, 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00)))
         }
         0xDC00..=0xDFFF => None,
-        _ => Some((6, char::from_u32(cp).map_or(1, |c| c.len_utf8()) as u64, cp)),
+        // Not a surrogate: its UTF-8 length, without a branch.
+        _ => Some((6, 1 + (cp >= 0x80) as u64 + (cp >= 0x800) as u64, cp)),
     }
 }
 
 /// The byte a one-character escape (`\"`, `\n`, …) stands for.
 #[inline]
 fn simple_escape(e: u8) -> Option<u8> {
-    Some(match e {
-        b'"' => b'"',
-        b'\\' => b'\\',
-        b'/' => b'/',
-        b'b' => 0x08,
-        b'f' => 0x0C,
-        b'n' => b'\n',
-        b'r' => b'\r',
-        b't' => b'\t',
-        _ => return None,
-    })
+    match ESCAPE[e as usize] {
+        0 | 0xFF => None,
+        d => Some(d),
+    }
 }
 
 /// Encode a scalar value as UTF-8 into `out`, returning the length.
@@ -433,17 +458,34 @@ fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
     f.quote.then_some((f.end, f.dec))
 }
 
+/// The end of the run of ASCII digits starting at `s[j]`. Eight bytes at a
+/// time (SWAR): a byte is a digit exactly when `b ^ 0x30 <= 9`; adding 0x76
+/// sets bit 7 of every other byte (or it is set already), and a carry out of
+/// a non-digit byte only reaches later bytes, so the lowest flagged byte is the
+/// first non-digit.
+#[inline]
+pub(crate) fn digits_end(s: &[u8], mut j: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    while let Some(w) = s.get(j..j + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let t = u64::from_le_bytes(w) ^ (0x30 * ONES);
+        let flagged = (t.wrapping_add(0x76 * ONES) | t) & (0x80 * ONES);
+        if flagged != 0 {
+            return j + (flagged.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while let Some(b'0'..=b'9') = s.get(j) {
+        j += 1;
+    }
+    j
+}
+
 /// The end of a valid number starting at `chunk[i]`, when it ends inside the
 /// chunk and the byte after it cannot continue it. `None` sends the number to
 /// the byte-wise machine (which reports the exact error, or carries it on).
 #[inline]
 fn number_end(chunk: &[u8], mut i: usize) -> Option<usize> {
-    let digits = |mut j: usize| {
-        while let Some(b'0'..=b'9') = chunk.get(j) {
-            j += 1;
-        }
-        j
-    };
+    let digits = |j: usize| digits_end(chunk, j);
     if chunk.get(i) == Some(&b'-') {
         i += 1;
     }
@@ -1731,5 +1773,40 @@ impl Tokenizer {
             return Ok(Tok::Eof);
         }
         Err(Error::new(ErrorKind::UnexpectedEnd, self.base))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::digits_end;
+
+    fn naive(s: &[u8], mut j: usize) -> usize {
+        while s.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    }
+
+    /// Every byte value at every place of a digit run, from every start, and
+    /// runs of every length up to past two words.
+    #[test]
+    fn digits_end_matches_the_byte_loop() {
+        for len in 0..20 {
+            for at in 0..=len {
+                for b in 0..=255u8 {
+                    let mut s: Vec<u8> = (0..len).map(|k| b'0' + (k % 10) as u8).collect();
+                    if at < len {
+                        s[at] = b;
+                    }
+                    for start in 0..=len {
+                        assert_eq!(
+                            digits_end(&s, start),
+                            naive(&s, start),
+                            "{s:?} from {start}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
