@@ -483,7 +483,7 @@ pub(crate) fn digits_end(s: &[u8], mut j: usize) -> usize {
 /// The end of a valid number starting at `chunk[i]`, when it ends inside the
 /// chunk and the byte after it cannot continue it. `None` sends the number to
 /// the byte-wise machine (which reports the exact error, or carries it on).
-#[inline]
+#[inline(always)]
 fn number_end(chunk: &[u8], mut i: usize) -> Option<usize> {
     let digits = |j: usize| digits_end(chunk, j);
     if chunk.get(i) == Some(&b'-') {
@@ -1778,7 +1778,115 @@ impl Tokenizer {
 
 #[cfg(test)]
 mod tests {
-    use super::digits_end;
+    use super::{digits_end, fast_string, inline_escape};
+
+    /// The unit-by-unit reading of a string body that `fast_string` must
+    /// match: (end, closing quote, decoded bytes, characters).
+    fn naive_string(s: &[u8], start: usize) -> (usize, bool, u64, u64) {
+        let (mut i, mut dec, mut chars) = (start, 0u64, 0u64);
+        loop {
+            let Some(&b) = s.get(i) else {
+                return (i, false, dec, chars);
+            };
+            let (enc, d) = match b {
+                b'"' => return (i, true, dec, chars),
+                b'\\' => match inline_escape(s, i) {
+                    Some((enc, d, _)) => (enc, d),
+                    None => return (i, false, dec, chars),
+                },
+                0..=0x1F => return (i, false, dec, chars),
+                0x20..=0x7F => (1, 1),
+                _ => {
+                    let len = match b {
+                        0xC0..=0xDF => 2,
+                        0xE0..=0xEF => 3,
+                        _ => 4,
+                    };
+                    match s.get(i..i + len).map(std::str::from_utf8) {
+                        Some(Ok(_)) => (len, len as u64),
+                        _ => return (i, false, dec, chars),
+                    }
+                }
+            };
+            i += enc;
+            dec += d;
+            chars += 1;
+        }
+    }
+
+    /// Escape-rich bodies of every length class, cut at every length (the
+    /// chunk end), with bad bytes planted: block-wise and unit-wise agree.
+    #[test]
+    fn fast_string_matches_the_unit_walk() {
+        let units: &[&[u8]] = &[
+            b"a",
+            b"word ",
+            b"\\n",
+            b"\\\\",
+            b"\\\"",
+            b"\\/",
+            b"\\u00e9",
+            b"\\u20AC",
+            b"\\uD83D\\uDE00",
+            b"\\u0041",
+            "é".as_bytes(),
+            "日本".as_bytes(),
+            "😀".as_bytes(),
+            b"\\\\\\\\",
+            b"\\t",
+            b"0123456789abcdef",
+        ];
+        let bad: &[&[u8]] = &[
+            b"\"",
+            b"\\x",
+            b"\\u12",
+            b"\\uD83D",
+            b"\\uD83Dx",
+            b"\\uDE00",
+            b"\n",
+            b"\xC3",
+            b"\xFF",
+            b"\\",
+            b"\\uZZZZ",
+            b"\\uD83D\\u0041",
+        ];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rnd = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        for round in 0..3000 {
+            let mut body = Vec::new();
+            let target = 1 + rnd(300);
+            while body.len() < target {
+                body.extend_from_slice(units[rnd(units.len())]);
+            }
+            if round % 3 > 0 {
+                let at = rnd(body.len() + 1);
+                let b = bad[rnd(bad.len())];
+                body.splice(at..at, b.iter().copied());
+            }
+            body.push(b'"');
+            let start = rnd(3);
+            let mut s = vec![b'x'; start];
+            s.extend_from_slice(&body);
+            for end in start..=s.len() {
+                let c = &s[..end];
+                let f = fast_string(c, start);
+                let (e, q, d, ch) = naive_string(c, start);
+                // A UTF-8 sequence the chunk end splits is left to the
+                // byte-wise machine, as the unit walk does.
+                assert_eq!(
+                    (f.end, f.quote, f.dec, f.chars),
+                    (e, q, d, ch),
+                    "{:?}",
+                    String::from_utf8_lossy(c)
+                );
+            }
+        }
+    }
 
     fn naive(s: &[u8], mut j: usize) -> usize {
         while s.get(j).is_some_and(u8::is_ascii_digit) {
