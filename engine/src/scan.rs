@@ -4,6 +4,11 @@
 //! chosen at run time; a portable SWAR twin (8 bytes a step) everywhere else.
 //! Every implementation is tested against the one-line naive oracle.
 //!
+//! The 64-byte block masks that string scanning uses come through a
+//! [`Blocks`] level: code generic over it runs via [`with_blocks`], which
+//! calls it inside an AVX2-compiled function when the CPU has AVX2 (so the
+//! masks inline into the caller's loop) and with the naive masks otherwise.
+//!
 //! `unsafe` lives only here, each block with a `// SAFETY:` line.
 #![allow(unsafe_code)]
 
@@ -71,7 +76,7 @@ pub fn scan_swar(s: &[u8]) -> Run {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{scan_naive, Found, Masks, Run};
+    use super::{scan_naive, BlockJob, Blocks, Masks, Run};
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -189,12 +194,26 @@ mod x86 {
         }
     }
 
+    /// The AVX2 block level; made only by [`run_avx2`].
+    #[derive(Debug, Clone, Copy)]
+    pub struct Avx2Blocks(());
+
+    impl Blocks for Avx2Blocks {
+        #[inline(always)]
+        fn masks(self, b: &[u8; 64]) -> Masks {
+            // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
+            // dispatcher calls after detecting AVX2 and POPCNT.
+            unsafe { masks_avx2(b.as_ptr()) }
+        }
+    }
+
+    /// Run `job` compiled for AVX2, so its block scans inline.
+    ///
     /// # Safety
     /// The CPU must support AVX2 and POPCNT (checked at run time by the caller).
     #[target_feature(enable = "avx2,popcnt")]
-    pub unsafe fn find_block_avx2(s: &[u8], i: usize) -> Found {
-        // SAFETY: a `&[u8; 64]` is 64 readable bytes; AVX2 is enabled here.
-        super::find_block_with(s, i, |b| unsafe { masks_avx2(b.as_ptr()) })
+    pub unsafe fn run_avx2<J: BlockJob>(job: J) -> J::Out {
+        job.run(Avx2Blocks(()))
     }
 
     /// # Safety
@@ -291,14 +310,15 @@ pub fn find_block(s: &[u8], i: usize) -> Found {
 /// [`find_block`] with a given implementation (portable where unsupported).
 #[inline]
 pub fn find_block_at(level: Level, s: &[u8], i: usize) -> Found {
-    match level {
-        #[cfg(target_arch = "x86_64")]
-        Level::Avx2 if avx2_ok() => {
-            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 and POPCNT.
-            unsafe { x86::find_block_avx2(s, i) }
+    struct Job<'a>(&'a [u8], usize);
+    impl BlockJob for Job<'_> {
+        type Out = Found;
+        #[inline(always)]
+        fn run<B: Blocks>(self, blocks: B) -> Found {
+            find_block_in(blocks, self.0, self.1)
         }
-        _ => find_block_with(s, i, masks_naive),
     }
+    with_blocks_at(level, Job(s, i))
 }
 
 /// The block walk shared by the portable path, over any mask function.
@@ -335,6 +355,55 @@ fn find_block_with(s: &[u8], mut i: usize, masks: impl Fn(&[u8; 64]) -> Masks) -
         cont_before,
         high_before,
     }
+}
+
+/// A block-scanning level: how the masks of one 64-byte block are made.
+/// Code generic over it is compiled once per level by [`with_blocks`], so on
+/// x86_64 the AVX2 masks inline into the loop that uses them.
+pub trait Blocks: Copy {
+    fn masks(self, b: &[u8; 64]) -> Masks;
+}
+
+/// The portable level (the naive masks).
+#[derive(Debug, Clone, Copy)]
+pub struct PortableBlocks;
+
+impl Blocks for PortableBlocks {
+    #[inline(always)]
+    fn masks(self, b: &[u8; 64]) -> Masks {
+        masks_naive(b)
+    }
+}
+
+/// Work that runs over some [`Blocks`] level.
+pub trait BlockJob {
+    type Out;
+    fn run<B: Blocks>(self, blocks: B) -> Self::Out;
+}
+
+/// Run `job` at the best level for this CPU.
+#[inline]
+pub fn with_blocks<J: BlockJob>(job: J) -> J::Out {
+    with_blocks_at(detect(), job)
+}
+
+/// Run `job` at a given level (portable where unsupported).
+#[inline]
+pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 if avx2_ok() => {
+            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 and POPCNT.
+            unsafe { x86::run_avx2(job) }
+        }
+        _ => job.run(PortableBlocks),
+    }
+}
+
+/// [`find_block`] at a given [`Blocks`] level, for code generic over it.
+#[inline(always)]
+pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], i: usize) -> Found {
+    find_block_with(s, i, |w| blocks.masks(w))
 }
 
 /// The index of the closing quote when a string body starting at `s[i]` ends

@@ -328,9 +328,32 @@ fn below(k: u32) -> u64 {
 
 /// Scan a string body from `start` block-wise: special bytes come from
 /// 64-byte masks, escapes are taken whole in place, UTF-8 is validated once
-/// over the span, and characters are counted from the continuation-byte masks.
+/// over the span, and characters are counted from the continuation-byte
+/// masks. Compiled once per [`scan::Blocks`] level, so the block masks inline
+/// into this loop.
 #[inline(never)]
 fn fast_string(chunk: &[u8], start: usize) -> FastStr {
+    scan::with_blocks(StrJob(chunk, start))
+}
+
+/// [`fast_string`] at a given level (the portable twin, for tests).
+#[cfg(test)]
+fn fast_string_at(level: scan::Level, chunk: &[u8], start: usize) -> FastStr {
+    scan::with_blocks_at(level, StrJob(chunk, start))
+}
+
+struct StrJob<'a>(&'a [u8], usize);
+
+impl scan::BlockJob for StrJob<'_> {
+    type Out = FastStr;
+    #[inline(always)]
+    fn run<B: scan::Blocks>(self, blocks: B) -> FastStr {
+        fast_string_in(blocks, self.0, self.1)
+    }
+}
+
+#[inline(always)]
+fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> FastStr {
     let n = chunk.len();
     let mut i = start;
     // Continuation bytes, and whether any byte is non-ASCII, in [start, stop):
@@ -343,7 +366,7 @@ fn fast_string(chunk: &[u8], start: usize) -> FastStr {
     let mut quote = false;
     let stop;
     'blocks: loop {
-        let f = scan::find_block(chunk, i);
+        let f = scan::find_block_in(blocks, chunk, i);
         cont += f.cont_before;
         high |= f.high_before;
         let m = f.masks;
@@ -1778,7 +1801,8 @@ impl Tokenizer {
 
 #[cfg(test)]
 mod tests {
-    use super::{digits_end, fast_string, inline_escape};
+    use super::{digits_end, fast_string, fast_string_at, inline_escape};
+    use crate::scan::Level;
 
     /// The unit-by-unit reading of a string body that `fast_string` must
     /// match: (end, closing quote, decoded bytes, characters).
@@ -1874,16 +1898,20 @@ mod tests {
             s.extend_from_slice(&body);
             for end in start..=s.len() {
                 let c = &s[..end];
+                let want = naive_string(c, start);
+                for level in [Level::Portable, Level::Avx2] {
+                    let f = fast_string_at(level, c, start);
+                    // A UTF-8 sequence the chunk end splits is left to the
+                    // byte-wise machine, as the unit walk does.
+                    assert_eq!(
+                        (f.end, f.quote, f.dec, f.chars),
+                        want,
+                        "{level:?} {:?}",
+                        String::from_utf8_lossy(c)
+                    );
+                }
                 let f = fast_string(c, start);
-                let (e, q, d, ch) = naive_string(c, start);
-                // A UTF-8 sequence the chunk end splits is left to the
-                // byte-wise machine, as the unit walk does.
-                assert_eq!(
-                    (f.end, f.quote, f.dec, f.chars),
-                    (e, q, d, ch),
-                    "{:?}",
-                    String::from_utf8_lossy(c)
-                );
+                assert_eq!((f.end, f.quote, f.dec, f.chars), want);
             }
         }
     }
