@@ -482,12 +482,12 @@ fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
 }
 
 /// The end of the run of ASCII digits starting at `s[j]`. Eight bytes at a
-/// time (SWAR): a byte is a digit exactly when `b ^ 0x30 <= 9`; adding 0x76
-/// sets bit 7 of every other byte (or it is set already), and a carry out of
-/// a non-digit byte only reaches later bytes, so the lowest flagged byte is the
-/// first non-digit.
+/// time (SWAR): a byte is a digit exactly when `t = b ^ 0x30` is at most 9;
+/// `t + 0x76` sets bit 7 for every larger `t` below 0x8A, `t` itself has it
+/// from 0x80 on, and a carry out of a non-digit byte only reaches later
+/// bytes, so the lowest flagged byte is the first non-digit.
 #[inline]
-pub(crate) fn digits_end(s: &[u8], mut j: usize) -> usize {
+fn digits_end(s: &[u8], mut j: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     while let Some(w) = s.get(j..j + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
         let t = u64::from_le_bytes(w) ^ (0x30 * ONES);
