@@ -481,6 +481,21 @@ fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
     f.quote.then_some((f.end, f.dec))
 }
 
+/// The literal (`true`, `false` or `null`) spelled out whole at `chunk[i]`,
+/// compared as a fixed-size word rather than through a `memcmp` call.
+#[inline(always)]
+fn literal_at(chunk: &[u8], i: usize) -> Option<&'static [u8]> {
+    let w = chunk
+        .get(i..i + 4)
+        .and_then(|w| <[u8; 4]>::try_from(w).ok())?;
+    match &w {
+        b"true" => Some(b"true"),
+        b"null" => Some(b"null"),
+        b"fals" if chunk.get(i + 4) == Some(&b'e') => Some(b"false"),
+        _ => None,
+    }
+}
+
 /// The end of the run of ASCII digits starting at `s[j]`. Eight bytes at a
 /// time (SWAR): a byte is a digit exactly when `t = b ^ 0x30` is at most 9;
 /// `t + 0x76` sets bit 7 for every larger `t` below 0x8A, `t` itself has it
@@ -690,6 +705,16 @@ impl Tokenizer {
     /// Whether the innermost open container is an object.
     pub fn in_object(&self) -> bool {
         self.stack.last().copied().unwrap_or(false)
+    }
+
+    /// The state after a `,` in the innermost container, or after a `:`.
+    #[inline]
+    fn after_separator(&self, b: u8) -> State {
+        if b == b',' && self.in_object() {
+            State::ObjKey
+        } else {
+            State::Value
+        }
     }
 
     /// Absolute offset of the next byte to be read from the current chunk,
@@ -1446,16 +1471,8 @@ impl Tokenizer {
                 continue;
             }
             match (state, b) {
-                (State::After, b',') => {
-                    state = if self.stack.last() == Some(&true) {
-                        State::ObjKey
-                    } else {
-                        State::Value
-                    };
-                    i += 1;
-                }
-                (State::Colon, b':') => {
-                    state = State::Value;
+                (State::After, b',') | (State::Colon, b':') => {
+                    state = self.after_separator(b);
                     i += 1;
                 }
                 (State::ObjFirst | State::ObjKey, b'"') => match skip_string(chunk, i + 1) {
@@ -1519,25 +1536,10 @@ impl Tokenizer {
                             Some(e) => i = e,
                             None => break,
                         },
-                        b't' | b'f' | b'n' => {
-                            // Compared as fixed-size words, not a `memcmp` call.
-                            let four = |j: usize| {
-                                chunk
-                                    .get(j..j + 4)
-                                    .and_then(|w| <[u8; 4]>::try_from(w).ok())
-                            };
-                            let len = match (b, four(i)) {
-                                (b't', Some(w)) if &w == b"true" => 4,
-                                (b'n', Some(w)) if &w == b"null" => 4,
-                                (b'f', Some(w))
-                                    if &w == b"fals" && chunk.get(i + 4) == Some(&b'e') =>
-                                {
-                                    5
-                                }
-                                _ => break,
-                            };
-                            i += len;
-                        }
+                        b't' | b'f' | b'n' => match literal_at(chunk, i) {
+                            Some(text) => i += text.len(),
+                            None => break,
+                        },
                         _ => break,
                     }
                     // A scalar value completed inside a container.
@@ -1595,16 +1597,8 @@ impl Tokenizer {
                 continue;
             }
             match (state, b) {
-                (State::After, b',') => {
-                    state = if self.stack.last() == Some(&true) {
-                        State::ObjKey
-                    } else {
-                        State::Value
-                    };
-                    i += 1;
-                }
-                (State::Colon, b':') => {
-                    state = State::Value;
+                (State::After, b',') | (State::Colon, b':') => {
+                    state = self.after_separator(b);
                     i += 1;
                 }
                 (State::ObjFirst | State::ObjKey, b'"') => {
@@ -1664,17 +1658,10 @@ impl Tokenizer {
                             Some(e) if sink.scalar(chunk.get(i..e).unwrap_or(&[])) => e,
                             _ => break,
                         },
-                        b't' | b'f' | b'n' => {
-                            let text: &[u8] = match b {
-                                b't' => b"true",
-                                b'f' => b"false",
-                                _ => b"null",
-                            };
-                            if chunk.get(i..i + text.len()) != Some(text) || !sink.scalar(text) {
-                                break;
-                            }
-                            i + text.len()
-                        }
+                        b't' | b'f' | b'n' => match literal_at(chunk, i) {
+                            Some(text) if sink.scalar(text) => i + text.len(),
+                            _ => break,
+                        },
                         _ => break,
                     };
                     i = end;

@@ -13,38 +13,17 @@
 //! the split.
 #[path = "common/strip.rs"]
 mod strip;
+#[path = "common/suite.rs"]
+mod suite;
 use resultbudget::{Budget, Error, ErrorKind, Limits};
-use std::path::{Path, PathBuf};
 use strip::strip_ws;
-
-const SUITE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/corpora/JSONTestSuite/test_parsing"
-);
+use suite::files;
 
 /// The record of a budget that cut nothing.
 const CLEAN_RECORD: &str = r#"{"truncated":false,"budget_kind":null,"omitted_count":0,"omitted_paths":[],"omitted_paths_unlisted":0}"#;
 
 /// Output and record JSON, or the error.
 type Outcome = Result<(Vec<u8>, Vec<u8>), Error>;
-
-/// Files of the suite whose name starts with `prefix`, sorted by name.
-fn files(prefix: &str) -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(Path::new(SUITE))
-        .unwrap_or_else(|e| panic!("reading {SUITE}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .filter_map(|p: PathBuf| {
-            let name = p.file_name()?.to_str()?.to_string();
-            name.starts_with(prefix).then(|| {
-                let doc = std::fs::read(&p).unwrap();
-                (name, doc)
-            })
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 /// Run `doc` through a fresh unlimited `Budget`, fed as the chunks that end at
 /// each of `bounds` (the last bound is `doc.len()`). Stops at the first error.

@@ -1,12 +1,9 @@
 //! The tokenizer alone against JSONTestSuite: verdicts and offsets, whole and chunked.
 use resultbudget::tokenizer::{Tok, Tokenizer};
 use resultbudget::Error;
-use std::path::PathBuf;
-
-fn suite_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpora/JSONTestSuite/test_parsing")
-}
+#[path = "common/suite.rs"]
+mod suite;
+use suite::files;
 
 /// Feed `doc` split at `cuts` to `t`, then announce the end; every token but
 /// `NeedMore` and `Eof` goes to `on` with the chunk its spans index.
@@ -67,10 +64,7 @@ fn emit(t: &Tokenizer, tok: Tok, chunk: &[u8], out: &mut Vec<u8>, _sep: &mut boo
 #[test]
 fn suite_verdicts_whole_and_one_byte() {
     let mut n = 0;
-    for e in std::fs::read_dir(suite_dir()).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        let doc = std::fs::read(&p).unwrap();
+    for (name, doc) in files("") {
         let whole = run(&doc, &[]);
         let ones: Vec<usize> = (1..doc.len()).collect();
         let bytewise = run(&doc, &ones);
@@ -142,10 +136,7 @@ fn assert_skip_agrees(name: &str, doc: &[u8], cuts: &[usize]) {
 #[test]
 fn skipping_validates_like_tokenizing_on_the_suite() {
     let mut n = 0;
-    for e in std::fs::read_dir(suite_dir()).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
-        let doc = std::fs::read(&p).unwrap();
+    for (name, doc) in files("") {
         assert_skip_agrees(&name, &doc, &[]);
         let ones: Vec<usize> = (1..doc.len()).collect();
         assert_skip_agrees(&name, &doc, &ones);
