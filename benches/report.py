@@ -34,6 +34,7 @@ IMPLS = [
     ("serde_value_budget", "serde_json Value + truncation walk", "#ff9896"),
     ("serde_ignored", "serde_json IgnoredAny (validate only)", "#ff7f0e"),
     ("simd_dom", "simd-json DOM round trip", "#2ca02c"),
+    ("simd_tape", "simd-json validation (stage 1 + 2 into a tape, no DOM)", "#98df8a"),
     ("struson_copy", "struson streaming copy", "#9467bd"),
     ("memcpy", "memcpy", "#7f7f7f"),
 ]
@@ -166,6 +167,10 @@ RATIOS = [
      "rb_pass_64k", "struson_copy", None, GENERIC_GROUPS),
     ("skip_vs_memcpy", "skipping an over-budget tail ≥ 0.3× memcpy",
      "rb_skip", "memcpy", 0.3, ["skip_list", "skip_text"]),
+    ("budget_vs_simd_tape", "(for reference) budgeting vs simd-json's validating parse",
+     "rb_budget_64k", "simd_tape", None, GENERIC_GROUPS),
+    ("skip_vs_simd_tape", "(for reference) skipping vs simd-json's validating parse of the same bytes",
+     "rb_skip", "simd_tape", None, ["skip_list", "skip_text"]),
     ("chunk4k_vs_64k", "4 KiB chunks ≥ 0.9× the speed of 64 KiB chunks (pass-through)",
      "rb_pass_4k", "rb_pass_64k", 0.9, GENERIC_GROUPS),
 ]

@@ -3,9 +3,10 @@
 //! For every input, in one run: the engine passing everything through (64 KiB
 //! and 4 KiB chunks), the engine budgeting to a 64 KiB result, serde_json's
 //! `Value` round trip (with and without a truncation walk), serde_json
-//! `IgnoredAny` (validation only), simd-json's DOM round trip, struson's
-//! streaming copy, and `memcpy`. The `skip_*` groups measure how fast an
-//! over-budget tail is skipped, next to `memcpy` of the same bytes.
+//! `IgnoredAny` (validation only), simd-json's DOM round trip, simd-json's
+//! validating parse without a DOM (`simd_tape`), struson's streaming copy, and
+//! `memcpy`. The `skip_*` groups measure how fast an over-budget tail is
+//! skipped, next to simd-json validating and `memcpy` copying the same bytes.
 //!
 //! Every bench checks its answer once before it is measured, so
 //! `cargo test --benches` (criterion's test mode, run by CI on scaled-down
@@ -244,6 +245,19 @@ fn simd_round_trip(input: &[u8], scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
     v.write(&mut *out).expect("serializable");
 }
 
+/// simd-json's validating parse without a DOM: stage 1 and stage 2 into a
+/// tape, on a copy of the input (it parses in place), with reused buffers.
+/// The fastest full validation available to a Rust gateway; returns the
+/// tape's length so the work cannot be optimised away.
+fn simd_tape(input: &[u8], scratch: &mut Vec<u8>, buffers: &mut simd_json::Buffers) -> usize {
+    scratch.clear();
+    scratch.extend_from_slice(input);
+    simd_json::to_tape_with_buffers(scratch, buffers)
+        .expect("valid JSON")
+        .0
+        .len()
+}
+
 /// struson: read every token and write it again (a streaming copy).
 fn struson_copy(input: &[u8], out: &mut Vec<u8>) {
     out.clear();
@@ -384,6 +398,13 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
         b.iter(|| simd_round_trip(black_box(input), &mut scratch, &mut out))
     });
 
+    // simd-json validation only (stage 1 + stage 2 into a tape, no DOM).
+    let mut buffers = simd_json::Buffers::new(input.len());
+    assert!(simd_tape(input, &mut scratch, &mut buffers) > 0);
+    g.bench_function("simd_tape", |b| {
+        b.iter(|| simd_tape(black_box(input), &mut scratch, &mut buffers))
+    });
+
     // struson streaming copy.
     struson_copy(input, &mut out);
     assert!(
@@ -416,6 +437,13 @@ fn bench_skip(c: &mut Criterion, name: &str, input: &[u8], mut engine: Engine, o
     let _ = parse(&out);
     g.bench_function("rb_skip", |b| {
         b.iter(|| black_box(engine.run(black_box(input), CHUNK, &mut out)))
+    });
+    // The same bytes validated by simd-json (no budget: the whole input).
+    let mut scratch = Vec::with_capacity(input.len());
+    let mut buffers = simd_json::Buffers::new(input.len());
+    assert!(simd_tape(input, &mut scratch, &mut buffers) > 0);
+    g.bench_function("simd_tape", |b| {
+        b.iter(|| simd_tape(black_box(input), &mut scratch, &mut buffers))
     });
     memcpy(input, &mut out);
     assert!(out == input);
