@@ -74,9 +74,135 @@ pub fn scan_swar(s: &[u8]) -> Run {
     }
 }
 
+// ---------------------------------------------------------------- UTF-8 flags
+//
+// UTF-8 is checked a block at a time by looking at every byte together with
+// the one before it (two nibble tables on the earlier byte, one on the later)
+// and at whether the byte two or three back starts a sequence that needs it as
+// a continuation: the lookup scheme of Keiser and Lemire ("Validating UTF-8
+// in less than one instruction per byte", 2021). Each table entry is the set of
+// error kinds its nibble allows; a pair is bad when all three agree on one.
+// A byte is *flagged* when the pair it ends is bad, or when it must be a third
+// or fourth byte and is not one (or is one and must not be).
+//
+// A span is valid UTF-8 exactly when none of its bytes is flagged (reading the
+// bytes before the span as ASCII) and its last sequence is complete
+// ([`utf8_incomplete_tail`]); the tests check that against `std`.
+
+/// A lead byte followed by a non-continuation (or a continuation at the start).
+const TOO_SHORT: u8 = 1 << 0;
+/// A continuation after an ASCII byte.
+const TOO_LONG: u8 = 1 << 1;
+/// `E0` followed by `80..=9F`.
+const OVERLONG_3: u8 = 1 << 2;
+/// `F4 90..` and above, or a lead from `F5`.
+const TOO_LARGE: u8 = 1 << 3;
+/// `ED A0..=BF`: a UTF-16 surrogate.
+const SURROGATE: u8 = 1 << 4;
+/// `C0` or `C1` followed by a continuation.
+const OVERLONG_2: u8 = 1 << 5;
+/// `F0 80..=8F` (overlong), or a lead from `F5` followed by `80..=8F`.
+const OVERLONG_4_OR_LARGE: u8 = 1 << 6;
+/// Two continuations in a row: right only for a third or fourth byte.
+const TWO_CONTS: u8 = 1 << 7;
+/// The kinds that depend on the earlier byte's high nibble alone.
+const CARRY: u8 = TOO_SHORT | TOO_LONG | TWO_CONTS;
+
+/// By the high nibble of the earlier byte.
+const PREV_HIGH: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut k = 0;
+    while k < 8 {
+        t[k] = TOO_LONG; // ASCII
+        k += 1;
+    }
+    while k < 12 {
+        t[k] = TWO_CONTS; // a continuation
+        k += 1;
+    }
+    t[0xC] = TOO_SHORT | OVERLONG_2;
+    t[0xD] = TOO_SHORT;
+    t[0xE] = TOO_SHORT | OVERLONG_3 | SURROGATE;
+    t[0xF] = TOO_SHORT | TOO_LARGE | OVERLONG_4_OR_LARGE;
+    t
+};
+
+/// By the low nibble of the earlier byte.
+const PREV_LOW: [u8; 16] = {
+    let mut t = [CARRY | TOO_LARGE | OVERLONG_4_OR_LARGE; 16];
+    t[0x0] = CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4_OR_LARGE;
+    t[0x1] = CARRY | OVERLONG_2;
+    t[0x2] = CARRY;
+    t[0x3] = CARRY;
+    t[0x4] = CARRY | TOO_LARGE;
+    t[0xD] = CARRY | TOO_LARGE | OVERLONG_4_OR_LARGE | SURROGATE;
+    t
+};
+
+/// By the high nibble of the later byte.
+const CUR_HIGH: [u8; 16] = {
+    let mut t = [TOO_SHORT; 16]; // ASCII or a lead: not a continuation
+    t[0x8] = TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | OVERLONG_4_OR_LARGE;
+    t[0x9] = TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE;
+    t[0xA] = TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE;
+    t[0xB] = TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE;
+    t
+};
+
+/// Whether the byte `cur` is flagged, given the three bytes before it.
+#[inline]
+fn utf8_flag(prev3: u8, prev2: u8, prev1: u8, cur: u8) -> bool {
+    let nib = |t: &[u8; 16], x: u8| t.get((x & 0x0F) as usize).copied().unwrap_or(0);
+    let pair = nib(&PREV_HIGH, prev1 >> 4) & nib(&PREV_LOW, prev1) & nib(&CUR_HIGH, cur >> 4);
+    let must = if prev2 >= 0xE0 || prev3 >= 0xF0 {
+        0x80
+    } else {
+        0
+    };
+    pair ^ must != 0
+}
+
+/// The naive UTF-8 flags of a block: bit `k` when `b[k]` is flagged, given
+/// the three bytes `before` it.
+pub fn utf8_flags_naive(before: [u8; 3], b: &[u8; 64]) -> u64 {
+    let [mut p3, mut p2, mut p1] = before;
+    let mut m = 0u64;
+    for (k, &c) in b.iter().enumerate() {
+        if utf8_flag(p3, p2, p1, c) {
+            m |= 1 << k;
+        }
+        (p3, p2, p1) = (p2, p1, c);
+    }
+    m
+}
+
+/// Whether `s` ends inside a UTF-8 sequence: its last lead (among its last
+/// three bytes) asks for more bytes than follow it.
+pub fn utf8_incomplete_tail(s: &[u8]) -> bool {
+    for back in 1..=3 {
+        let Some(&b) = s.len().checked_sub(back).and_then(|i| s.get(i)) else {
+            return false;
+        };
+        if b < 0x80 {
+            return false;
+        }
+        if b >= 0xC0 {
+            let need = if b >= 0xF0 {
+                4
+            } else if b >= 0xE0 {
+                3
+            } else {
+                2
+            };
+            return back < need;
+        }
+    }
+    false
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{scan_naive, BlockJob, Blocks, Masks, Run};
+    use super::{scan_naive, BlockJob, Blocks, Masks, Run, CUR_HIGH, PREV_HIGH, PREV_LOW};
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -194,6 +320,63 @@ mod x86 {
         }
     }
 
+    /// A 16-entry table in both lanes, for `_mm256_shuffle_epi8`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn table(t: &[u8; 16]) -> __m256i {
+        // SAFETY: `t` is 16 readable bytes; loadu has no alignment need.
+        let v = unsafe { _mm_loadu_si128(t.as_ptr() as *const __m128i) };
+        _mm256_broadcastsi128_si256(v)
+    }
+
+    /// UTF-8 flags of the 32 bytes `cur`, whose 32 predecessors are `prev`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn utf8_half(cur: __m256i, prev: __m256i) -> u32 {
+        // [prev's high lane, cur's low lane]: byte-aligning each lane of cur
+        // against it shifts cur right by n bytes across the lane boundary.
+        let joint = _mm256_permute2x128_si256::<0x21>(prev, cur);
+        let prev1 = _mm256_alignr_epi8::<15>(cur, joint);
+        let prev2 = _mm256_alignr_epi8::<14>(cur, joint);
+        let prev3 = _mm256_alignr_epi8::<13>(cur, joint);
+        let nib = _mm256_set1_epi8(0x0F);
+        let hi = |v: __m256i| _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib);
+        let pair = _mm256_and_si256(
+            _mm256_and_si256(
+                _mm256_shuffle_epi8(table(&PREV_HIGH), hi(prev1)),
+                _mm256_shuffle_epi8(table(&PREV_LOW), _mm256_and_si256(prev1, nib)),
+            ),
+            _mm256_shuffle_epi8(table(&CUR_HIGH), hi(cur)),
+        );
+        // Only bytes from E0 (two back) or F0 (three back) reach 0x80 here.
+        let third = _mm256_subs_epu8(prev2, _mm256_set1_epi8(0x60));
+        let fourth = _mm256_subs_epu8(prev3, _mm256_set1_epi8(0x70));
+        let must = _mm256_and_si256(
+            _mm256_or_si256(third, fourth),
+            _mm256_set1_epi8(0x80u8 as i8),
+        );
+        let bad = _mm256_xor_si256(pair, must);
+        !(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bad, _mm256_setzero_si256())) as u32)
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn utf8_avx2(before: [u8; 3], p: *const u8) -> u64 {
+        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
+        let (lo, hi) = unsafe {
+            (
+                _mm256_loadu_si256(p as *const __m256i),
+                _mm256_loadu_si256(p.add(32) as *const __m256i),
+            )
+        };
+        let [a, b, c] = before;
+        let prev =
+            _mm256_insert_epi32::<7>(_mm256_setzero_si256(), i32::from_le_bytes([0, a, b, c]));
+        utf8_half(lo, prev) as u64 | (utf8_half(hi, lo) as u64) << 32
+    }
+
     /// The AVX2 block level; made only by [`run_avx2`].
     #[derive(Debug, Clone, Copy)]
     pub struct Avx2Blocks(());
@@ -204,6 +387,12 @@ mod x86 {
             // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
             // dispatcher calls after detecting AVX2 and POPCNT.
             unsafe { masks_avx2(b.as_ptr()) }
+        }
+
+        #[inline(always)]
+        fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
+            // SAFETY: as above.
+            unsafe { utf8_avx2(before, b.as_ptr()) }
         }
     }
 
@@ -290,58 +479,94 @@ pub fn masks_naive(b: &[u8; 64]) -> Masks {
 /// Where [`find_block`] stopped: the block at `at` (64 bytes, or the short tail
 /// of the input padded with spaces, which are in no mask) and its masks; for the
 /// whole blocks skipped before it (no special byte), how many continuation
-/// bytes they held and whether any byte was non-ASCII.
+/// bytes they held, whether any byte was non-ASCII, and whether any was
+/// flagged by the UTF-8 check. `utf8` is the found block's UTF-8 flags (0 when
+/// it is all ASCII). The UTF-8 check reads the bytes before `from` (the start
+/// of the span) as ASCII.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Found {
     pub at: usize,
     pub masks: Masks,
+    pub utf8: u64,
     pub cont_before: u64,
     pub high_before: bool,
+    pub bad_before: bool,
 }
 
-/// Block-wise from `i`: the first 64-byte block (at `i + 64k`) holding a
-/// special byte, or else the last, partial block (its `special` is then 0 and
-/// it ends at `s.len()`), with the bulk counts of the blocks in between.
+/// Block-wise from `i` (in a span that starts at `from`): the first 64-byte
+/// block (at `i + 64k`) holding a special byte, or else the last, partial
+/// block (its `special` is then 0 and it ends at `s.len()`), with the bulk
+/// counts of the blocks in between.
 #[inline]
-pub fn find_block(s: &[u8], i: usize) -> Found {
-    find_block_at(detect(), s, i)
+pub fn find_block(s: &[u8], from: usize, i: usize) -> Found {
+    find_block_at(detect(), s, from, i)
 }
 
 /// [`find_block`] with a given implementation (portable where unsupported).
 #[inline]
-pub fn find_block_at(level: Level, s: &[u8], i: usize) -> Found {
-    struct Job<'a>(&'a [u8], usize);
+pub fn find_block_at(level: Level, s: &[u8], from: usize, i: usize) -> Found {
+    struct Job<'a>(&'a [u8], usize, usize);
     impl BlockJob for Job<'_> {
         type Out = Found;
         #[inline(always)]
         fn run<B: Blocks>(self, blocks: B) -> Found {
-            find_block_in(blocks, self.0, self.1)
+            find_block_in(blocks, self.0, self.1, self.2)
         }
     }
-    with_blocks_at(level, Job(s, i))
+    with_blocks_at(level, Job(s, from, i))
 }
 
-/// The block walk shared by the portable path, over any mask function.
+/// The three bytes before `at`, reading those before `from` as spaces.
 #[inline(always)]
-fn find_block_with(s: &[u8], mut i: usize, masks: impl Fn(&[u8; 64]) -> Masks) -> Found {
+fn before3(s: &[u8], from: usize, at: usize) -> [u8; 3] {
+    if at >= from.saturating_add(3) {
+        if let Some(&[a, b, c]) = s.get(at - 3..at) {
+            return [a, b, c];
+        }
+    }
+    let byte = |back: usize| {
+        at.checked_sub(back)
+            .filter(|&p| p >= from)
+            .and_then(|p| s.get(p).copied())
+            .unwrap_or(b' ')
+    };
+    [byte(3), byte(2), byte(1)]
+}
+
+/// The block walk, at any [`Blocks`] level.
+#[inline(always)]
+fn find_block_with<B: Blocks>(blocks: B, s: &[u8], from: usize, mut i: usize) -> Found {
     let mut cont_before = 0u64;
     let mut high_before = false;
+    let mut bad_before = false;
+    // Whether a byte among the three before the block is non-ASCII: an ASCII
+    // block can still be flagged, where a sequence before it ends too soon.
+    let mut high_behind = before3(s, from, i).iter().any(|&b| b >= 0x80);
     while let Some(w) = s.get(i..i + 64).and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
-        let mut m = masks(w);
+        let mut m = blocks.masks(w);
         // Without the barrier LLVM tests the two halves' OR and, on the found
         // path, rebuilds the 64-bit mask byte by byte (≈ 60 extract/insert
         // instructions per string).
         m.special = std::hint::black_box(m.special);
+        let utf8 = if m.high != 0 || high_behind {
+            blocks.utf8_flags(before3(s, from, i), w)
+        } else {
+            0
+        };
         if m.special != 0 {
             return Found {
                 at: i,
                 masks: m,
+                utf8,
                 cont_before,
                 high_before,
+                bad_before,
             };
         }
         cont_before += m.cont.count_ones() as u64;
         high_before |= m.high != 0;
+        bad_before |= utf8 != 0;
+        high_behind = m.high >> 61 != 0;
         i += 64;
     }
     let mut b = [b' '; 64];
@@ -349,11 +574,18 @@ fn find_block_with(s: &[u8], mut i: usize, masks: impl Fn(&[u8; 64]) -> Masks) -
     if let Some(dst) = b.get_mut(..tail.len()) {
         dst.copy_from_slice(tail);
     }
+    let masks = blocks.masks(&b);
     Found {
         at: i,
-        masks: masks(&b),
+        masks,
+        utf8: if masks.high != 0 || high_behind {
+            blocks.utf8_flags(before3(s, from, i), &b)
+        } else {
+            0
+        },
         cont_before,
         high_before,
+        bad_before,
     }
 }
 
@@ -362,6 +594,9 @@ fn find_block_with(s: &[u8], mut i: usize, masks: impl Fn(&[u8; 64]) -> Masks) -
 /// x86_64 the AVX2 masks inline into the loop that uses them.
 pub trait Blocks: Copy {
     fn masks(self, b: &[u8; 64]) -> Masks;
+    /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
+    /// the three bytes before the block; the same bits as [`utf8_flags_naive`].
+    fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64;
 }
 
 /// The portable level (the naive masks).
@@ -372,6 +607,11 @@ impl Blocks for PortableBlocks {
     #[inline(always)]
     fn masks(self, b: &[u8; 64]) -> Masks {
         masks_naive(b)
+    }
+
+    #[inline(always)]
+    fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
+        utf8_flags_naive(before, b)
     }
 }
 
@@ -402,8 +642,8 @@ pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
 
 /// [`find_block`] at a given [`Blocks`] level, for code generic over it.
 #[inline(always)]
-pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], i: usize) -> Found {
-    find_block_with(s, i, |w| blocks.masks(w))
+pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], from: usize, i: usize) -> Found {
+    find_block_with(blocks, s, from, i)
 }
 
 /// The index of the closing quote when a string body starting at `s[i]` ends
@@ -589,20 +829,33 @@ mod tests {
     }
 
     /// The naive definition of `find_block`, byte by byte.
-    fn find_block_naive(s: &[u8], mut i: usize) -> Found {
+    fn find_block_naive(s: &[u8], from: usize, mut i: usize) -> Found {
         let mut f = Found::default();
         loop {
             let mut b = [b' '; 64];
             let part = s.get(i..(i + 64).min(s.len())).unwrap_or(&[]);
             b[..part.len()].copy_from_slice(part);
+            let byte = |p: Option<usize>| p.filter(|&p| p >= from).map_or(b' ', |p| s[p]);
+            let before = [
+                byte(i.checked_sub(3)),
+                byte(i.checked_sub(2)),
+                byte(i.checked_sub(1)),
+            ];
             let m = masks_naive(&b);
+            let utf8 = if m.high != 0 || before.iter().any(|&x| x >= 0x80) {
+                utf8_flags_naive(before, &b)
+            } else {
+                0
+            };
             if m.special != 0 || i + 64 > s.len() {
                 f.at = i;
                 f.masks = m;
+                f.utf8 = utf8;
                 return f;
             }
             f.cont_before += part.iter().filter(|&&x| (0x80..=0xBF).contains(&x)).count() as u64;
             f.high_before |= part.iter().any(|&x| x >= 0x80);
+            f.bad_before |= utf8 != 0;
             i += 64;
         }
     }
@@ -612,11 +865,17 @@ mod tests {
             if i > s.len() {
                 continue;
             }
-            let want = find_block_naive(s, i);
-            for l in [Level::Portable, Level::Sse2, Level::Avx2] {
-                assert_eq!(find_block_at(l, s, i), want, "{l:?} at {i} in {s:?}");
+            for from in [0, i.saturating_sub(2), i] {
+                let want = find_block_naive(s, from, i);
+                for l in [Level::Portable, Level::Sse2, Level::Avx2] {
+                    assert_eq!(
+                        find_block_at(l, s, from, i),
+                        want,
+                        "{l:?} at {i} from {from} in {s:?}"
+                    );
+                }
+                assert_eq!(find_block(s, from, i), want);
             }
-            assert_eq!(find_block(s, i), want);
         }
     }
 
@@ -635,6 +894,18 @@ mod tests {
                         check_blocks(&v);
                     }
                 }
+            }
+        }
+        // Valid non-ASCII text, so sequences cross block edges and the bytes
+        // before a block matter.
+        let text = "日本語😀é-".repeat(20);
+        for len in [60, 64, 67, 100, 128, 131, 200] {
+            let base = &text.as_bytes()[..len];
+            check_blocks(base);
+            for pos in (0..len).step_by(7) {
+                let mut v = base.to_vec();
+                v[pos] = b'"';
+                check_blocks(&v);
             }
         }
         let mut x: u64 = 0x1234_5678_9ABC_DEF1;
@@ -734,6 +1005,155 @@ mod tests {
                 });
             }
             check(&v);
+        }
+    }
+
+    /// Bytes at the edges of UTF-8's classes.
+    const EDGES: [u8; 27] = [
+        0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1,
+        0xEC, 0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xF7, 0xF8, 0xFF,
+    ];
+
+    /// Whether the flags (at `level`, block by block, ASCII before) and the
+    /// tail check call `s` valid UTF-8.
+    fn valid_by_flags(level: Level, s: &[u8]) -> bool {
+        struct Job<'a>(&'a [u8]);
+        impl BlockJob for Job<'_> {
+            type Out = bool;
+            fn run<B: Blocks>(self, blocks: B) -> bool {
+                let s = self.0;
+                let mut at = 0;
+                while at < s.len() {
+                    let mut b = [b' '; 64];
+                    let part = &s[at..(at + 64).min(s.len())];
+                    b[..part.len()].copy_from_slice(part);
+                    let flags = blocks.utf8_flags(before3(s, 0, at), &b);
+                    let n = part.len();
+                    let live = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+                    if flags & live != 0 {
+                        return false;
+                    }
+                    at += 64;
+                }
+                !utf8_incomplete_tail(s)
+            }
+        }
+        with_blocks_at(level, Job(s))
+    }
+
+    fn check_utf8(s: &[u8]) {
+        let want = std::str::from_utf8(s).is_ok();
+        for l in [Level::Portable, Level::Avx2] {
+            assert_eq!(valid_by_flags(l, s), want, "{l:?} {s:02X?}");
+        }
+    }
+
+    #[test]
+    fn utf8_flags_agree_with_std_on_every_short_string_of_edge_bytes() {
+        check_utf8(&[]);
+        let mut v = Vec::new();
+        for len in 1..=4u32 {
+            for mut code in 0..EDGES.len().pow(len) {
+                v.clear();
+                for _ in 0..len {
+                    v.push(EDGES[code % EDGES.len()]);
+                    code /= EDGES.len();
+                }
+                // Only the naive level here: the AVX2 one runs the same bits
+                // (the twin test) and this loop is half a million strings.
+                assert_eq!(
+                    valid_by_flags(Level::Portable, &v),
+                    std::str::from_utf8(&v).is_ok(),
+                    "{v:02X?}"
+                );
+            }
+        }
+        // Every byte pair, and every byte after each kind of lead.
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                check_utf8(&[a, b]);
+                check_utf8(&[0xE1, a, b]);
+                check_utf8(&[0xF1, 0x80, a, b]);
+            }
+        }
+    }
+
+    #[test]
+    fn utf8_flags_agree_with_std_across_blocks() {
+        let units: [&[u8]; 12] = [
+            b"a",
+            b"plain text ",
+            "é".as_bytes(),
+            "日本".as_bytes(),
+            "😀".as_bytes(),
+            "\u{7FF}\u{800}\u{FFFF}\u{10000}\u{10FFFF}".as_bytes(),
+            &[0xC3],
+            &[0xE2, 0x82],
+            &[0xF0, 0x9F, 0x98],
+            &[0x80],
+            &[0xED, 0xA0, 0x80],
+            &[0xF4, 0x90, 0x80, 0x80],
+        ];
+        let mut x: u64 = 0x0DDB_A11C_AFE5_EED5;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut v = Vec::new();
+            let mut y = x;
+            while v.len() < (x % 200) as usize {
+                y = y.wrapping_mul(6364136223846793005).wrapping_add(1);
+                // Mostly valid units; a bad one now and then.
+                let k = (y >> 40) as usize % 64;
+                v.extend_from_slice(units[if k < 58 { k % 6 } else { k - 52 }]);
+            }
+            check_utf8(&v);
+            for cut in [1, 2, 3] {
+                check_utf8(&v[..v.len().saturating_sub(cut)]);
+            }
+        }
+    }
+
+    #[test]
+    fn utf8_flags_match_their_twin() {
+        let mut x: u64 = 0xA5A5_5A5A_1234_4321;
+        for round in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mut b = [0u8; 64];
+            let mut y = x;
+            for slot in b.iter_mut() {
+                y = y
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (y >> 33) as usize;
+                *slot = if round % 2 == 0 {
+                    EDGES[r % EDGES.len()]
+                } else {
+                    r as u8
+                };
+            }
+            let before = [
+                EDGES[(x % 27) as usize],
+                EDGES[(x >> 8) as usize % 27],
+                (x >> 16) as u8,
+            ];
+            struct Job<'a>([u8; 3], &'a [u8; 64]);
+            impl BlockJob for Job<'_> {
+                type Out = u64;
+                fn run<B: Blocks>(self, blocks: B) -> u64 {
+                    blocks.utf8_flags(self.0, self.1)
+                }
+            }
+            let want = utf8_flags_naive(before, &b);
+            for l in [Level::Portable, Level::Avx2] {
+                assert_eq!(
+                    with_blocks_at(l, Job(before, &b)),
+                    want,
+                    "{l:?} {before:02X?} {b:02X?}"
+                );
+            }
         }
     }
 }

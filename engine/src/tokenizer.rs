@@ -364,11 +364,16 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
     let mut esc_dec = 0u64;
     let mut esc_chars = 0u64;
     let mut quote = false;
+    // Whether a byte before the stop is flagged by the UTF-8 check; the last
+    // block's flags wait until the stop is final.
+    let mut bad = false;
+    let last;
     let stop;
     'blocks: loop {
-        let f = scan::find_block_in(blocks, chunk, i);
+        let f = scan::find_block_in(blocks, chunk, start, i);
         cont += f.cont_before;
         high |= f.high_before;
+        bad |= f.bad_before;
         let m = f.masks;
         let mut sp = m.special;
         loop {
@@ -378,8 +383,10 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
                 let next = f.at + 64;
                 if next >= n {
                     stop = n;
+                    last = (f.at, f.utf8);
                     break 'blocks;
                 }
+                bad |= f.utf8 != 0;
                 i = next;
                 continue 'blocks;
             }
@@ -397,6 +404,8 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
                     }
                     cont += (m.cont & below(k)).count_ones() as u64;
                     high |= m.high & below(k) != 0;
+                    // The escape runs past the block: all of it is in the span.
+                    bad |= f.utf8 != 0;
                     i = f.at + q;
                     continue 'blocks;
                 }
@@ -405,6 +414,7 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
             high |= m.high & below(k) != 0;
             quote = b == Some(b'"');
             stop = p;
+            last = (f.at, f.utf8);
             break 'blocks;
         }
     }
@@ -428,9 +438,12 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
         }
     }
     let span = chunk.get(start..stop).unwrap_or(&[]);
-    if high && simdutf8::basic::from_utf8(span).is_err() {
-        // Bad input: std says where. Stop where the bad sequence starts; it is
-        // never inside an escape, so a second pass over the valid prefix is exact.
+    bad |= last.1 & below(stop.saturating_sub(last.0).min(64) as u32) != 0;
+    if high && (bad || scan::utf8_incomplete_tail(span)) {
+        // Flagged (rarely a false alarm, when the chunk end cut a sequence the
+        // check had already seen): std says whether and where. Stop where the
+        // bad sequence starts; it is never inside an escape, so a second pass
+        // over the valid prefix is exact.
         if let Err(e) = std::str::from_utf8(span) {
             let v = e.valid_up_to();
             if v == 0 {
@@ -1893,7 +1906,7 @@ mod tests {
                     assert_eq!(
                         (f.end, f.quote, f.dec, f.chars),
                         want,
-                        "{level:?} {:?}",
+                        "{level:?} {:?} {c:02X?}",
                         String::from_utf8_lossy(c)
                     );
                 }
