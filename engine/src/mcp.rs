@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::out::Out;
 use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
-use crate::tokenizer::{Tok, Tokenizer};
+use crate::tokenizer::{Lit, Tok, Tokenizer};
 
 /// Limits of the MCP projection. `u64::MAX` means no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,6 +155,10 @@ const RECORD_RESERVE: u64 =
     (META_WRAP_OPEN.len() + Record::BASE_FIELDS_LEN + ORIGINAL_FIELD.len() + 20 + 2) as u64;
 /// Room kept for `,"isError":false` until it is seen: an error must never be lost.
 const IS_ERROR_RESERVE: u64 = 16;
+/// Room kept to the end of the result for a last `,"isError":…`: a duplicate
+/// `isError` that comes when the room is spent still decides the verdict
+/// (JSON parsers keep the last), so the result ends with the input's last.
+const IS_ERROR_LAST_RESERVE: u64 = 16;
 /// Room kept for `,"resultType":"…"` (up to 32 characters of type) until it is seen.
 const RESULT_TYPE_RESERVE: u64 = 48;
 
@@ -269,6 +273,13 @@ enum Act {
     Whole,
     /// Drop the member (recorded with this kind).
     Drop(BudgetKind),
+    /// The result's `isError`: a boolean is taken by `is_error_value`, any
+    /// other value is budgeted like `Free`.
+    IsError,
+    /// The result's `isError` whose key did not fit (it is rolled back): a
+    /// boolean is still taken for the end of the result; any other value is
+    /// dropped (recorded with this kind).
+    IsErrorBare(BudgetKind),
     /// The envelope's `id` (passed, and remembered).
     Id,
 }
@@ -344,6 +355,10 @@ pub struct Projector {
     original_bytes: u64,
     meta_at: Option<(u64, bool)>,
     reserve_is_error: bool,
+    /// The value of the latest `isError` of the result when it is a boolean.
+    is_error_in: Option<bool>,
+    /// The value of the latest `isError` written so far when it is a boolean.
+    is_error_out: Option<bool>,
     reserve_result_type: bool,
     typed_failed: bool,
     digest: u64,
@@ -402,6 +417,8 @@ impl Projector {
             original_bytes: 0,
             meta_at: None,
             reserve_is_error: false,
+            is_error_in: None,
+            is_error_out: None,
             reserve_result_type: false,
             typed_failed: false,
             digest: FNV_OFFSET,
@@ -455,6 +472,8 @@ impl Projector {
         self.original_bytes = 0;
         self.meta_at = None;
         self.reserve_is_error = false;
+        self.is_error_in = None;
+        self.is_error_out = None;
         self.reserve_result_type = false;
         self.typed_failed = false;
         self.digest = FNV_OFFSET;
@@ -601,9 +620,8 @@ impl Projector {
                 b"content" => Act::Descend(Level::Content),
                 b"structuredContent" => Act::Structured,
                 b"_meta" => Act::Descend(Level::Meta),
-                b"isError" | b"resultType" | b"requestState" | b"inputRequests" | b"task" => {
-                    Act::Free
-                }
+                b"isError" => Act::IsError,
+                b"resultType" | b"requestState" | b"inputRequests" | b"task" => Act::Free,
                 _ => Act::Drop(BudgetKind::NonStandardField),
             },
             Level::Block => match key {
@@ -686,6 +704,8 @@ impl Projector {
             if self.reserve_result_type {
                 a = a.saturating_add(RESULT_TYPE_RESERVE);
             }
+            // Always readable: an `isError` key must be seen whatever the room.
+            a = a.saturating_add(IS_ERROR_LAST_RESERVE);
         }
         a
     }
@@ -733,7 +753,8 @@ impl Projector {
             }
         };
         if level == Level::Result {
-            // The reserves for small result fields are released when they arrive.
+            // The reserves for small result fields are released when they arrive
+            // (all but the one for a last `isError`, kept to the end).
             if self.lex.key() == b"isError" && self.reserve_is_error {
                 self.reserve_is_error = false;
                 self.out.reserved = self.out.reserved.saturating_sub(IS_ERROR_RESERVE);
@@ -745,6 +766,11 @@ impl Projector {
         }
         if let Some(kind) = self.key_doom.take() {
             self.out.rollback(self.key_mark);
+            if act == Act::IsError {
+                // Its value still counts: see `value_start`.
+                self.pending = Some(Act::IsErrorBare(kind));
+                return;
+            }
             self.cannot_fit(kind, false);
             return;
         }
@@ -883,6 +909,27 @@ impl Projector {
             }
             self.pending.take().unwrap_or(Act::Free)
         };
+        if let Act::IsError | Act::IsErrorBare(_) = act {
+            if let Tok::Lit(l @ (Lit::True | Lit::False)) = tok {
+                self.is_error_value(l == Lit::True, act == Act::IsError);
+                return false;
+            }
+            // Not a boolean: the input's last `isError` is no longer one.
+            self.is_error_in = None;
+            if let Act::IsErrorBare(kind) = act {
+                self.add_cut(kind, 1);
+                if matches!(tok, Tok::Lit(_)) {
+                    self.child_end();
+                } else {
+                    self.lex.skip_one(self.top_depth());
+                    self.dskip = Some(DSkip::DropOne);
+                }
+                return false;
+            }
+            // Budgeted like any free value; the output's last `isError` is
+            // no longer a boolean either.
+            self.is_error_out = None;
+        }
         let is_obj = tok == Tok::BeginObject;
         let is_str = tok == Tok::StrBegin { key: false };
         match act {
@@ -950,6 +997,27 @@ impl Projector {
         }
     }
 
+    /// A boolean `isError` of the result (`keyed`: its key and `":` are
+    /// written). It stays in place when it fits; otherwise it goes, and
+    /// `result_end` writes the input's last value from the room kept for it.
+    /// So a result always ends with the verdict the input ends with, and a
+    /// client that keeps the last of duplicate members (as JSON parsers do)
+    /// reads the same one.
+    fn is_error_value(&mut self, v: bool, keyed: bool) {
+        let lit: &[u8] = if v { b"true" } else { b"false" };
+        self.is_error_in = Some(v);
+        if keyed && self.out.avail() >= lit.len() as u64 {
+            self.out.write(lit);
+            if let Some(f) = self.frames.last_mut() {
+                f.kept += 1;
+            }
+            self.is_error_out = Some(v);
+        } else {
+            self.out.rollback(self.key_mark);
+        }
+        self.child_end();
+    }
+
     fn open(&mut self, level: Level, obj: bool, pos: usize) {
         let reserved_at_open = self.out.reserved;
         if level == Level::Result {
@@ -977,7 +1045,7 @@ impl Projector {
             self.out.record_reserve = RECORD_RESERVE;
             // The record goes inside the result: its paths take room from the ceiling.
             self.out.record_inside = true;
-            self.out.reserved += IS_ERROR_RESERVE + RESULT_TYPE_RESERVE;
+            self.out.reserved += IS_ERROR_RESERVE + IS_ERROR_LAST_RESERVE + RESULT_TYPE_RESERVE;
             self.reserve_is_error = true;
             self.reserve_result_type = true;
         }
@@ -1167,6 +1235,22 @@ impl Projector {
         self.out.record_inside = false;
         self.out.close_scope(0);
         self.out.close_scope(1);
+        let mut kept = f.kept;
+        if !self.typed_failed {
+            if let Some(v) = self.is_error_in.filter(|&v| self.is_error_out != Some(v)) {
+                // From the room kept for it (released just above).
+                if kept > 0 {
+                    self.out.byte(b',');
+                }
+                self.out.write(if v {
+                    b"\"isError\":true"
+                } else {
+                    b"\"isError\":false"
+                });
+                kept += 1;
+                self.is_error_out = Some(v);
+            }
+        }
         if self.typed_failed {
             if let Some(m) = self.result_mark {
                 self.out.rollback(m);
@@ -1198,7 +1282,7 @@ impl Projector {
                     self.out.byte(b'}');
                 }
                 None => {
-                    if f.kept > 0 {
+                    if kept > 0 {
                         self.out.byte(b',');
                     }
                     self.out.write(b"\"_meta\":{\"resultbudget/truncation\":");

@@ -291,3 +291,100 @@ fn regression_block_type_is_cut_like_free_text() {
         s(&r.out)
     );
 }
+
+/// "An error result can therefore never turn into a success" — also when the
+/// result holds `isError` twice. JSON parsers keep the last of duplicate
+/// members, so the verdict is the input's last `isError`.
+///
+/// Found by the `mcp` fuzz target (fourth session): a first `isError` whose
+/// value was an object took the 16 bytes kept for `isError` (kept as `{}`),
+/// then `content` filled the ceiling, and the last `"isError":true` found no
+/// room and was dropped: a client read `isError: {}`. Now room for one last
+/// `,"isError":…` is kept to the end of the result; a boolean `isError` that
+/// does not fit in place is written there, from the input's last value.
+#[test]
+fn regression_duplicate_is_error_true_lost_after_the_room_is_spent() {
+    let big = "e".repeat(2000);
+    let cases = [
+        // (result members, the verdict the input ends with)
+        (
+            format!(
+                r#""isError":{{"a":"{big}"}},"content":[{{"type":"text","text":"{big}"}}],"isError":true"#
+            ),
+            true,
+        ),
+        (
+            format!(
+                r#""isError":false,"content":[{{"type":"text","text":"{big}"}}],"isError":true"#
+            ),
+            true,
+        ),
+        (
+            format!(
+                r#""isError":true,"content":[{{"type":"text","text":"{big}"}}],"isError":false"#
+            ),
+            false,
+        ),
+        (
+            format!(
+                r#""content":[{{"type":"text","text":"{big}"}}],"isError":false,"isError":true,"isError":true"#
+            ),
+            true,
+        ),
+        // The last one's key does not even fit (seven escapes, and the first
+        // `isError` and `resultType` took their reserves): its value still counts.
+        (
+            format!(
+                r#""content":[{{"type":"text","text":"{big}"}}],"isError":false,"resultType":"complete","\u0069\u0073\u0045\u0072\u0072\u006f\u0072":true"#
+            ),
+            true,
+        ),
+    ];
+    let lim = McpLimits {
+        max_result_bytes: 1024,
+        ..McpLimits::UNLIMITED
+    };
+    for (members, want) in cases {
+        let input = envelope(format!("{{{members}}}").as_bytes(), 1);
+        for chunk in [1, 7, 64, input.len()] {
+            let r = run(lim, tool(), &input, chunk);
+            // serde_json keeps the last of duplicate members, as JSON.parse does.
+            let v: serde_json::Value = serde_json::from_slice(&r.out).unwrap();
+            assert_eq!(
+                v["result"]["isError"],
+                serde_json::Value::Bool(want),
+                "{members:.60}… in chunks of {chunk}: {}",
+                s(&r.out)
+            );
+            let result = serde_json::to_vec(&v["result"]).unwrap();
+            assert!(result.len() <= 1024, "{}", s(&r.out));
+        }
+    }
+}
+
+/// The same room serves a key that cannot be read in place: an `isError`
+/// whose key does not fit and whose value is not a boolean is dropped and
+/// recorded, and the verdict written before it stands.
+#[test]
+fn regression_unreadable_is_error_key_with_an_object_value_is_dropped() {
+    let big = "e".repeat(2000);
+    let members = format!(
+        r#""content":[{{"type":"text","text":"{big}"}}],"isError":true,"resultType":"complete","\u0069\u0073\u0045\u0072\u0072\u006f\u0072":{{"x":1}}"#
+    );
+    let input = envelope(format!("{{{members}}}").as_bytes(), 1);
+    let lim = McpLimits {
+        max_result_bytes: 1024,
+        ..McpLimits::UNLIMITED
+    };
+    let whole = run(lim, tool(), &input, input.len());
+    for chunk in [1, 7, 64] {
+        let r = run(lim, tool(), &input, chunk);
+        assert_eq!(s(&r.out), s(&whole.out), "chunks of {chunk}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&whole.out).unwrap();
+    assert_eq!(v["result"]["isError"], serde_json::Value::Bool(true));
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert!(whole.rec.truncated);
+    // The text is cut (one site) and the unreadable member is dropped (another).
+    assert!(whole.rec.omitted_count >= 2, "{}", s(&whole.rec_json));
+}
