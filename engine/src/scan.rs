@@ -4,10 +4,11 @@
 //! chosen at run time; a portable SWAR twin (8 bytes a step) everywhere else.
 //! Every implementation is tested against the one-line naive oracle.
 //!
-//! The 64-byte block masks that string scanning uses come through a
-//! [`Blocks`] level: code generic over it runs via [`with_blocks`], which
-//! calls it inside an AVX2-compiled function when the CPU has AVX2 (so the
-//! masks inline into the caller's loop) and with the naive masks otherwise.
+//! The 64-byte block masks that string scanning uses, and the UTF-8 flags
+//! of a block, come through a [`Blocks`] level: code generic over it runs via
+//! [`with_blocks`], which calls it inside an AVX2-compiled function when the
+//! CPU has AVX2 (so the masks inline into the caller's loop) and with the
+//! naive masks and flags otherwise.
 //!
 //! `unsafe` lives only here, each block with a `// SAFETY:` line.
 #![allow(unsafe_code)]
@@ -89,7 +90,7 @@ pub fn scan_swar(s: &[u8]) -> Run {
 // bytes before the span as ASCII) and its last sequence is complete
 // ([`utf8_incomplete_tail`]); the tests check that against `std`.
 
-/// A lead byte followed by a non-continuation (or a continuation at the start).
+/// A lead byte followed by a byte that is not a continuation.
 const TOO_SHORT: u8 = 1 << 0;
 /// A continuation after an ASCII byte.
 const TOO_LONG: u8 = 1 << 1;
