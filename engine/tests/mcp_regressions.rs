@@ -388,3 +388,47 @@ fn regression_unreadable_is_error_key_with_an_object_value_is_dropped() {
     // The text is cut (one site) and the unreadable member is dropped (another).
     assert!(whole.rec.omitted_count >= 2, "{}", s(&whole.rec_json));
 }
+
+/// The same rule at every ceiling around the point where the room runs out:
+/// the whole projection check holds (the moved `isError` is the only change of
+/// order it allows), and the verdict is the input's last.
+#[test]
+fn duplicate_is_error_at_every_ceiling() {
+    let text = "e".repeat(1500);
+    let results = [
+        format!(
+            r#"{{"isError":false,"content":[{{"type":"text","text":"{text}"}}],"resultType":"complete","isError":true}}"#
+        ),
+        format!(
+            r#"{{"content":[{{"type":"text","text":"{text}"}}],"isError":true,"resultType":"complete","isError":false,"structuredContent":{{"k":"v"}}}}"#
+        ),
+        format!(
+            r#"{{"isError":{{"a":[1,2,3]}},"content":[{{"type":"text","text":"{text}"}}],"isError":true,"resultType":"complete"}}"#
+        ),
+    ];
+    for result in &results {
+        let input = envelope(result.as_bytes(), 1);
+        let want: serde_json::Value = serde_json::from_slice(&input).unwrap();
+        let want = &want["result"]["isError"];
+        for ceiling in 1024..=2000u64 {
+            let lim = McpLimits {
+                max_result_bytes: ceiling,
+                ..McpLimits::UNLIMITED
+            };
+            for chunk in [7, input.len()] {
+                let r = run(lim, tool(), &input, chunk);
+                let c = check_message(&lim, &input, &r);
+                assert!(c.result_len as u64 <= ceiling);
+                let v: serde_json::Value = serde_json::from_slice(&r.out).unwrap();
+                if want.is_boolean() {
+                    assert_eq!(
+                        &v["result"]["isError"],
+                        want,
+                        "ceiling {ceiling}: {}",
+                        s(&r.out)
+                    );
+                }
+            }
+        }
+    }
+}
