@@ -432,3 +432,33 @@ fn duplicate_is_error_at_every_ceiling() {
         }
     }
 }
+
+/// Not an engine bug, a gap in the checker, found by sweeping the ceiling:
+/// when `_meta` cannot even open, it is dropped whole (`/_meta`) and the
+/// record brings its own `_meta`, which looks exactly like the input's `_meta`
+/// with every member cut; and members whose keys fit but whose values do not
+/// are dropped one by one, which looks like the prefix rule. Each reading is
+/// checked against the record.
+#[test]
+fn a_meta_that_cannot_open_is_dropped_whole_at_every_ceiling() {
+    let text = "e".repeat(1500);
+    for meta in [r#"{"k":"v"}"#, r#"{"k":"v","l":[1,2],"m":{"n":null}}"#] {
+        let result = format!(
+            r#"{{"content":[{{"type":"text","text":"{text}"}}],"isError":true,"_meta":{meta}}}"#
+        );
+        let input = envelope(result.as_bytes(), 1);
+        let mut whole = 0;
+        for ceiling in 1024..=2000u64 {
+            let lim = McpLimits {
+                max_result_bytes: ceiling,
+                ..McpLimits::UNLIMITED
+            };
+            for chunk in [7, input.len()] {
+                let r = run(lim, tool(), &input, chunk);
+                check_message(&lim, &input, &r);
+                whole += usize::from(r.rec.omitted_paths == ["/_meta"]);
+            }
+        }
+        assert!(whole > 0, "the sweep never dropped _meta whole");
+    }
+}
