@@ -917,13 +917,7 @@ impl Projector {
             // Not a boolean: the input's last `isError` is no longer one.
             self.is_error_in = None;
             if let Act::IsErrorBare(kind) = act {
-                self.add_cut(kind, 1);
-                if matches!(tok, Tok::Lit(_)) {
-                    self.child_end();
-                } else {
-                    self.lex.skip_one(self.top_depth());
-                    self.dskip = Some(DSkip::DropOne);
-                }
+                self.drop_started(tok, kind);
                 return false;
             }
             // Budgeted like any free value; the output's last `isError` is
@@ -942,15 +936,7 @@ impl Projector {
             }
             Act::Descend(Level::Meta) => {
                 // A `_meta` that is not an object cannot carry the record: drop it.
-                self.out.rollback(self.key_mark);
-                self.add_cut(BudgetKind::NonStandardField, 1);
-                if matches!(tok, Tok::Lit(_)) {
-                    // Already complete: nothing to skip.
-                    self.child_end();
-                } else {
-                    self.lex.skip_one(self.top_depth());
-                    self.dskip = Some(DSkip::DropOne);
-                }
+                self.drop_started(tok, BudgetKind::NonStandardField);
                 false
             }
             Act::Text | Act::Blob | Act::Whole if is_str => {
@@ -994,6 +980,20 @@ impl Projector {
                 self.vb_act = Some(act);
                 true
             }
+        }
+    }
+
+    /// Drop the member whose value starts with `tok` (its key is rolled back),
+    /// recorded with `kind`, and skip the rest of the value.
+    fn drop_started(&mut self, tok: Tok, kind: BudgetKind) {
+        self.out.rollback(self.key_mark);
+        self.add_cut(kind, 1);
+        if matches!(tok, Tok::Lit(_)) {
+            // Already complete: nothing to skip.
+            self.child_end();
+        } else {
+            self.lex.skip_one(self.top_depth());
+            self.dskip = Some(DSkip::DropOne);
         }
     }
 
@@ -1235,22 +1235,6 @@ impl Projector {
         self.out.record_inside = false;
         self.out.close_scope(0);
         self.out.close_scope(1);
-        let mut kept = f.kept;
-        if !self.typed_failed {
-            if let Some(v) = self.is_error_in.filter(|&v| self.is_error_out != Some(v)) {
-                // From the room kept for it (released just above).
-                if kept > 0 {
-                    self.out.byte(b',');
-                }
-                self.out.write(if v {
-                    b"\"isError\":true"
-                } else {
-                    b"\"isError\":false"
-                });
-                kept += 1;
-                self.is_error_out = Some(v);
-            }
-        }
         if self.typed_failed {
             if let Some(m) = self.result_mark {
                 self.out.rollback(m);
@@ -1262,7 +1246,21 @@ impl Projector {
             self.result_done = true;
             self.child_end();
             return;
-        } else if self.rec.truncated() {
+        }
+        let mut kept = f.kept;
+        if let Some(v) = self.is_error_in.filter(|&v| self.is_error_out != Some(v)) {
+            // From the room kept for it (released just above).
+            if kept > 0 {
+                self.out.byte(b',');
+            }
+            self.out.write(if v {
+                b"\"isError\":true"
+            } else {
+                b"\"isError\":false"
+            });
+            kept += 1;
+        }
+        if self.rec.truncated() {
             let mut rec = std::mem::take(&mut self.scratch);
             rec.clear();
             rec.push(b'{');
