@@ -788,6 +788,15 @@ pub fn scan_at(level: Level, s: &[u8]) -> Run {
     }
 }
 
+/// One step of xorshift64: the tests' source of varied, repeatable inputs.
+#[cfg(test)]
+pub(crate) fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -911,9 +920,7 @@ mod tests {
         }
         let mut x: u64 = 0x1234_5678_9ABC_DEF1;
         for _ in 0..3000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let len = (x % 300) as usize;
             let v: Vec<u8> = (0..len)
                 .map(|k| {
@@ -936,9 +943,7 @@ mod tests {
         let bytes = [b'a', b'"', b'\\', 0x00, 0x1F, 0x7F, 0x80, 0xC3, b' '];
         let mut x: u64 = 0xDEAD_BEEF_0BAD_F00D;
         for _ in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let len = (x % 24) as usize;
             let v: Vec<u8> = (0..len)
                 .map(|k| {
@@ -985,9 +990,7 @@ mod tests {
     fn random_bytes_agree() {
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let len = (x % 200) as usize;
             let mut v = Vec::with_capacity(len);
             let mut y = x;
@@ -1097,9 +1100,7 @@ mod tests {
         ];
         let mut x: u64 = 0x0DDB_A11C_AFE5_EED5;
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let mut v = Vec::new();
             let mut y = x;
             while v.len() < (x % 200) as usize {
@@ -1119,9 +1120,7 @@ mod tests {
     fn utf8_flags_match_their_twin() {
         let mut x: u64 = 0xA5A5_5A5A_1234_4321;
         for round in 0..50_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            xorshift(&mut x);
             let mut b = [0u8; 64];
             let mut y = x;
             for slot in b.iter_mut() {

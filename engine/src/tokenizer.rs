@@ -327,9 +327,9 @@ fn below(k: u32) -> u64 {
 }
 
 /// Scan a string body from `start` block-wise: special bytes come from
-/// 64-byte masks, escapes are taken whole in place, UTF-8 is validated once
-/// over the span, and characters are counted from the continuation-byte
-/// masks. Compiled once per [`scan::Blocks`] level, so the block masks inline
+/// 64-byte masks, escapes are taken whole in place, UTF-8 is checked on the
+/// same blocks (`std` re-checks the span only on an alarm), and characters
+/// are counted from the continuation-byte masks. Compiled once per [`scan::Blocks`] level, so the block masks inline
 /// into this loop.
 #[inline(never)]
 fn fast_string(chunk: &[u8], start: usize) -> FastStr {
@@ -1875,12 +1875,7 @@ mod tests {
             b"\\uD83D\\u0041",
         ];
         let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut rnd = |n: usize| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % n as u64) as usize
-        };
+        let mut rnd = |n: usize| (crate::scan::xorshift(&mut x) % n as u64) as usize;
         for round in 0..3000 {
             let mut body = Vec::new();
             let target = 1 + rnd(300);

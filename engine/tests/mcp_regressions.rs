@@ -410,25 +410,33 @@ fn duplicate_is_error_at_every_ceiling() {
         let input = envelope(result.as_bytes(), 1);
         let want: serde_json::Value = serde_json::from_slice(&input).unwrap();
         let want = &want["result"]["isError"];
-        for ceiling in 1024..=2000u64 {
-            let lim = McpLimits {
-                max_result_bytes: ceiling,
-                ..McpLimits::UNLIMITED
-            };
-            for chunk in [7, input.len()] {
-                let r = run(lim, tool(), &input, chunk);
-                let c = check_message(&lim, &input, &r);
-                assert!(c.result_len as u64 <= ceiling);
-                let v: serde_json::Value = serde_json::from_slice(&r.out).unwrap();
-                if want.is_boolean() {
-                    assert_eq!(
-                        &v["result"]["isError"],
-                        want,
-                        "ceiling {ceiling}: {}",
-                        s(&r.out)
-                    );
-                }
+        sweep_ceilings(&input, |ceiling, r, c| {
+            assert!(c.result_len as u64 <= ceiling);
+            let v: serde_json::Value = serde_json::from_slice(&r.out).unwrap();
+            if want.is_boolean() {
+                assert_eq!(
+                    &v["result"]["isError"],
+                    want,
+                    "ceiling {ceiling}: {}",
+                    s(&r.out)
+                );
             }
+        });
+    }
+}
+
+/// Every `max_result_bytes` from 1024 to 2000, whole and in 7-byte chunks,
+/// each run through the full projection check, then handed to `each`.
+fn sweep_ceilings(input: &[u8], mut each: impl FnMut(u64, &Run, &Checked)) {
+    for ceiling in 1024..=2000u64 {
+        let lim = McpLimits {
+            max_result_bytes: ceiling,
+            ..McpLimits::UNLIMITED
+        };
+        for chunk in [7, input.len()] {
+            let r = run(lim, tool(), input, chunk);
+            let c = check_message(&lim, input, &r);
+            each(ceiling, &r, &c);
         }
     }
 }
@@ -448,17 +456,9 @@ fn a_meta_that_cannot_open_is_dropped_whole_at_every_ceiling() {
         );
         let input = envelope(result.as_bytes(), 1);
         let mut whole = 0;
-        for ceiling in 1024..=2000u64 {
-            let lim = McpLimits {
-                max_result_bytes: ceiling,
-                ..McpLimits::UNLIMITED
-            };
-            for chunk in [7, input.len()] {
-                let r = run(lim, tool(), &input, chunk);
-                check_message(&lim, &input, &r);
-                whole += usize::from(r.rec.omitted_paths == ["/_meta"]);
-            }
-        }
+        sweep_ceilings(&input, |_, r, _| {
+            whole += usize::from(r.rec.omitted_paths == ["/_meta"]);
+        });
         assert!(whole > 0, "the sweep never dropped _meta whole");
     }
 }
