@@ -201,9 +201,86 @@ pub fn utf8_incomplete_tail(s: &[u8]) -> bool {
     false
 }
 
+/// Bytes that follow a backslash in a one-character escape: `"\/bfnrt`
+/// (`u` begins the six-byte form and is not among them).
+#[inline]
+fn is_simple_escape(b: u8) -> bool {
+    matches!(b, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't')
+}
+
+/// Nibble tables of [`is_simple_escape`]: a byte is one when
+/// `ESC_HIGH[b >> 4] & ESC_LOW[b & 15] != 0`. One bit per high nibble in use
+/// (2, 5, 6, 7); each low-nibble entry holds the bits of the high nibbles it
+/// pairs with.
+const ESC_HIGH: [u8; 16] = [0, 0, 1, 0, 0, 2, 4, 8, 0, 0, 0, 0, 0, 0, 0, 0];
+const ESC_LOW: [u8; 16] = {
+    let mut t = [0u8; 16];
+    t[0x2] = 1 | 4 | 8; // "  b  r
+    t[0x4] = 8; // t
+    t[0x6] = 4; // f
+    t[0xC] = 2; // \
+    t[0xE] = 4; // n
+    t[0xF] = 1; // /
+    t
+};
+
+/// The naive escape masks of a block (and the portable implementation):
+/// backslashes, and bytes that may follow a backslash in a one-character
+/// escape.
+pub fn escape_masks_naive(b: &[u8; 64]) -> (u64, u64) {
+    let (mut bs, mut simple) = (0u64, 0u64);
+    for (k, &x) in b.iter().enumerate() {
+        if x == b'\\' {
+            bs |= 1 << k;
+        }
+        if is_simple_escape(x) {
+            simple |= 1 << k;
+        }
+    }
+    (bs, simple)
+}
+
+/// The backslashes of `bs` that begin an escape, for a block read from a
+/// point outside any escape: in each run of backslashes, those at an even
+/// distance from the run's start (the others are escaped by the one before).
+#[inline(always)]
+pub fn escape_leads(bs: u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let starts = bs & !(bs << 1);
+    // Adding a run's first bit clears the whole run (the carry stops at the
+    // zero after it), so what `bs` keeps are the runs that start at odd bits.
+    let odd_runs = bs & bs.wrapping_add(starts & EVEN);
+    ((bs & !odd_runs) & EVEN) | (odd_runs & !EVEN)
+}
+
+/// The one-character escapes of the block at `s[at..]` (64 bytes, or the
+/// short tail padded with spaces), read from a point outside any escape: bit
+/// `k` when `s[at + k]` is a backslash beginning an escape whose second byte,
+/// in the block, is one of `"\/bfnrt`. Such an escape is whole and valid.
+#[inline(always)]
+pub fn simple_escapes<B: Blocks>(blocks: B, s: &[u8], at: usize) -> u64 {
+    let (bs, simple) = match s
+        .get(at..at + 64)
+        .and_then(|w| <&[u8; 64]>::try_from(w).ok())
+    {
+        Some(w) => blocks.escape_masks(w),
+        None => {
+            let mut b = [b' '; 64];
+            let tail = s.get(at..).unwrap_or(&[]);
+            if let Some(dst) = b.get_mut(..tail.len()) {
+                dst.copy_from_slice(tail);
+            }
+            blocks.escape_masks(&b)
+        }
+    };
+    escape_leads(bs) & (simple >> 1)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{scan_naive, BlockJob, Blocks, Masks, Run, CUR_HIGH, PREV_HIGH, PREV_LOW};
+    use super::{
+        scan_naive, BlockJob, Blocks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH, PREV_LOW,
+    };
     use std::arch::x86_64::*;
 
     /// # Safety
@@ -378,6 +455,41 @@ mod x86 {
         utf8_half(lo, prev) as u64 | (utf8_half(hi, lo) as u64) << 32
     }
 
+    /// Backslash and one-character-escape masks of 32 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn escape_half(v: __m256i) -> (u32, u32) {
+        let nib = _mm256_set1_epi8(0x0F);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib);
+        let both = _mm256_and_si256(
+            _mm256_shuffle_epi8(table(&ESC_HIGH), hi),
+            _mm256_shuffle_epi8(table(&ESC_LOW), _mm256_and_si256(v, nib)),
+        );
+        let none = _mm256_cmpeq_epi8(both, _mm256_setzero_si256());
+        let bs = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+        (
+            _mm256_movemask_epi8(bs) as u32,
+            !(_mm256_movemask_epi8(none) as u32),
+        )
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn escapes_avx2(p: *const u8) -> (u64, u64) {
+        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
+        let (lo, hi) = unsafe {
+            (
+                _mm256_loadu_si256(p as *const __m256i),
+                _mm256_loadu_si256(p.add(32) as *const __m256i),
+            )
+        };
+        let (b0, s0) = escape_half(lo);
+        let (b1, s1) = escape_half(hi);
+        (b0 as u64 | (b1 as u64) << 32, s0 as u64 | (s1 as u64) << 32)
+    }
+
     /// The AVX2 block level; made only by [`run_avx2`].
     #[derive(Debug, Clone, Copy)]
     pub struct Avx2Blocks(());
@@ -394,6 +506,12 @@ mod x86 {
         fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
             // SAFETY: as above.
             unsafe { utf8_avx2(before, b.as_ptr()) }
+        }
+
+        #[inline(always)]
+        fn escape_masks(self, b: &[u8; 64]) -> (u64, u64) {
+            // SAFETY: as above.
+            unsafe { escapes_avx2(b.as_ptr()) }
         }
     }
 
@@ -598,6 +716,9 @@ pub trait Blocks: Copy {
     /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
     /// the three bytes before the block; the same bits as [`utf8_flags_naive`].
     fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64;
+    /// (backslashes, bytes in `"\/bfnrt`) of `b`; the same bits as
+    /// [`escape_masks_naive`].
+    fn escape_masks(self, b: &[u8; 64]) -> (u64, u64);
 }
 
 /// The portable level (the naive masks).
@@ -613,6 +734,11 @@ impl Blocks for PortableBlocks {
     #[inline(always)]
     fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
         utf8_flags_naive(before, b)
+    }
+
+    #[inline(always)]
+    fn escape_masks(self, b: &[u8; 64]) -> (u64, u64) {
+        escape_masks_naive(b)
     }
 }
 
@@ -1153,6 +1279,118 @@ mod tests {
                     want,
                     "{l:?} {before:02X?} {b:02X?}"
                 );
+            }
+        }
+    }
+
+    /// The escapes of a block read from a point outside any escape, walked
+    /// byte by byte: a backslash begins an escape and takes the byte after
+    /// it. (leads, leads whose escape is one-character and ends in the block)
+    fn escapes_walk(b: &[u8]) -> (u64, u64) {
+        let (mut leads, mut simple) = (0u64, 0u64);
+        let mut k = 0;
+        while k < b.len().min(64) {
+            if b[k] == b'\\' {
+                leads |= 1 << k;
+                if b.get(k + 1)
+                    .is_some_and(|&e| k + 1 < 64 && is_simple_escape(e))
+                {
+                    simple |= 1 << k;
+                }
+                k += 2;
+            } else {
+                k += 1;
+            }
+        }
+        (leads, simple)
+    }
+
+    fn leads_walk(bs: u64) -> u64 {
+        let b: Vec<u8> = (0..64)
+            .map(|k| if bs >> k & 1 == 1 { b'\\' } else { b'x' })
+            .collect();
+        escapes_walk(&b).0
+    }
+
+    #[test]
+    fn escape_leads_match_the_walk() {
+        // Every pattern of 16 backslashes at the bottom, the middle and the
+        // top of the word (runs that reach bit 63 included), then random
+        // words of every density.
+        for p in 0..=u16::MAX as u64 {
+            for shift in [0, 23, 48] {
+                let bs = p << shift;
+                assert_eq!(escape_leads(bs), leads_walk(bs), "{bs:064b}");
+            }
+        }
+        let mut x = 0x0DDB_1A5E_5BAD_5EEDu64;
+        for round in 0..200_000 {
+            let mut bs = xorshift(&mut x);
+            for _ in 0..round % 3 {
+                bs |= xorshift(&mut x);
+            }
+            assert_eq!(escape_leads(bs), leads_walk(bs), "{bs:064b}");
+        }
+    }
+
+    #[test]
+    fn simple_escapes_match_the_walk() {
+        struct Job<'a>(&'a [u8], usize);
+        impl BlockJob for Job<'_> {
+            type Out = u64;
+            fn run<B: Blocks>(self, blocks: B) -> u64 {
+                simple_escapes(blocks, self.0, self.1)
+            }
+        }
+        const BYTES: &[u8] = b"\\\\\\\\\"\"/bfnrtuxN0\x01\x1F\xC3\xA9 ";
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        for round in 0..100_000 {
+            let len = if round % 4 == 0 {
+                (xorshift(&mut x) % 80) as usize
+            } else {
+                64 + (xorshift(&mut x) % 16) as usize
+            };
+            let s: Vec<u8> = (0..len)
+                .map(|_| BYTES[(xorshift(&mut x) % BYTES.len() as u64) as usize])
+                .collect();
+            let at = (xorshift(&mut x) % 8) as usize % (len + 1);
+            let block = s.get(at..).unwrap_or(&[]);
+            // Bytes past the end of `s` read as spaces.
+            let want = escapes_walk(block).1;
+            for l in [Level::Portable, Level::Avx2] {
+                assert_eq!(
+                    with_blocks_at(l, Job(&s, at)),
+                    want,
+                    "{l:?} {:?}",
+                    String::from_utf8_lossy(block)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn escape_masks_match_their_twin() {
+        struct Job<'a>(&'a [u8; 64]);
+        impl BlockJob for Job<'_> {
+            type Out = (u64, u64);
+            fn run<B: Blocks>(self, blocks: B) -> (u64, u64) {
+                blocks.escape_masks(self.0)
+            }
+        }
+        // Every byte value at every position, then random blocks.
+        let mut x = 0xC0FF_EE00_1234_5678u64;
+        for round in 0..20_000u32 {
+            let mut b = [0u8; 64];
+            for (k, slot) in b.iter_mut().enumerate() {
+                *slot = if round < 256 {
+                    (round as usize + k * 97) as u8
+                } else {
+                    xorshift(&mut x) as u8
+                };
+            }
+            let want = escape_masks_naive(&b);
+            for l in [Level::Portable, Level::Avx2] {
+                assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }
     }
