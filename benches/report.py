@@ -52,6 +52,7 @@ INPUTS = [
     ("mcp_image", "tools/call line, a 2 MB base64 image block (`Projector`)"),
     ("skip_list", "generic 20 MB list budgeted to 10 items (`Budget`)"),
     ("skip_text", "the 20 MB text line budgeted to 60 KiB of text (`Projector`)"),
+    ("skip_code", "as skip_text, on text with only one-character escapes (`\\n`, `\\\"`; non-ASCII raw)"),
 ]
 DESC = dict(INPUTS)
 
@@ -166,11 +167,11 @@ RATIOS = [
     ("pass_vs_struson", "(for reference) pass-through vs struson copy",
      "rb_pass_64k", "struson_copy", None, GENERIC_GROUPS),
     ("skip_vs_memcpy", "skipping an over-budget tail ≥ 0.3× memcpy",
-     "rb_skip", "memcpy", 0.3, ["skip_list", "skip_text"]),
+     "rb_skip", "memcpy", 0.3, ["skip_list", "skip_text", "skip_code"]),
     ("budget_vs_simd_tape", "(for reference) budgeting vs simd-json's validating parse",
      "rb_budget_64k", "simd_tape", None, GENERIC_GROUPS),
     ("skip_vs_simd_tape", "(for reference) skipping vs simd-json's validating parse of the same bytes",
-     "rb_skip", "simd_tape", None, ["skip_list", "skip_text"]),
+     "rb_skip", "simd_tape", None, ["skip_list", "skip_text", "skip_code"]),
     ("chunk4k_vs_64k", "4 KiB chunks ≥ 0.9× the speed of 64 KiB chunks (pass-through)",
      "rb_pass_4k", "rb_pass_64k", 0.9, GENERIC_GROUPS),
 ]

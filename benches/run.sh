@@ -16,7 +16,7 @@ cargo bench -p resultbudget-benches --no-run
 
 mkdir -p "$target"
 # Fresh criterion results for this suite's groups only.
-for g in twitter citm_catalog canada mcp_text mcp_list mcp_deep mcp_image skip_list skip_text; do
+for g in twitter citm_catalog canada mcp_text mcp_list mcp_deep mcp_image skip_list skip_text skip_code; do
   rm -rf "$target/criterion/$g"
 done
 rm -f "$target/rb-proxy-bench.json"

@@ -6,7 +6,9 @@
 //! `IgnoredAny` (validation only), simd-json's DOM round trip, simd-json's
 //! validating parse without a DOM (`simd_tape`), struson's streaming copy, and
 //! `memcpy`. The `skip_*` groups measure how fast an over-budget tail is
-//! skipped, next to simd-json validating and `memcpy` copying the same bytes.
+//! skipped, next to simd-json validating and `memcpy` copying the same bytes:
+//! a list, the escape-rich text, and text with only one-character escapes
+//! (`skip_code`, escaped as `JSON.stringify` or pydantic write it).
 //!
 //! Every bench checks its answer once before it is measured, so
 //! `cargo test --benches` (criterion's test mode, run by CI on scaled-down
@@ -542,6 +544,9 @@ fn all(c: &mut Criterion) {
         ..McpLimits::DEFAULT
     };
     bench_skip(c, "skip_text", text, Engine::mcp(lim), 1);
+    // The same, on text escaped the common way: one-character escapes only.
+    let code = rbb::mcp_code_text(rbb::scaled(TEXT_BYTES, 256 << 10));
+    bench_skip(c, "skip_code", &code, Engine::mcp(lim), 1);
 }
 
 criterion_group!(benches, all);

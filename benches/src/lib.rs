@@ -97,6 +97,43 @@ pub use strip::strip_ws;
 /// (`é`, `日本`, `😀`), between runs of ASCII words. Always valid, never ends
 /// inside a unit.
 pub fn escape_rich_text(bytes: usize, seed: u64) -> Vec<u8> {
+    const SPECIAL: &[&[u8]] = &[
+        b"\\n",
+        b"\\\"",
+        b"\\u00e9",
+        b"\\uD83D\\uDE00",
+        "é".as_bytes(),
+        "日本".as_bytes(),
+        "😀".as_bytes(),
+        b"\\\\",
+        b"\\t",
+        b"\\n",
+    ];
+    text_with(bytes, seed, SPECIAL)
+}
+
+/// Like [`escape_rich_text`], but escaped the way `JSON.stringify`, pydantic
+/// and serde write text (a source file, a log): one-character escapes only,
+/// non-ASCII left raw. Same words, same density of special units.
+pub fn one_char_escaped_text(bytes: usize, seed: u64) -> Vec<u8> {
+    const SPECIAL: &[&[u8]] = &[
+        b"\\n",
+        b"\\\"",
+        b"\\n",
+        b"\\n",
+        "é".as_bytes(),
+        "日本".as_bytes(),
+        b"\\\"",
+        b"\\\\",
+        b"\\t",
+        b"\\n",
+    ];
+    text_with(bytes, seed, SPECIAL)
+}
+
+/// About `bytes` of runs of ASCII words, each run followed by one unit drawn
+/// from `special`.
+fn text_with(bytes: usize, seed: u64, special: &[&[u8]]) -> Vec<u8> {
     const WORDS: &[&[u8]] = &[
         b"the ",
         b"quick ",
@@ -112,18 +149,6 @@ pub fn escape_rich_text(bytes: usize, seed: u64) -> Vec<u8> {
         b"INFO ",
         b"request_id=abc123 ",
     ];
-    const SPECIAL: &[&[u8]] = &[
-        b"\\n",
-        b"\\\"",
-        b"\\u00e9",
-        b"\\uD83D\\uDE00",
-        "é".as_bytes(),
-        "日本".as_bytes(),
-        "😀".as_bytes(),
-        b"\\\\",
-        b"\\t",
-        b"\\n",
-    ];
     let mut rng = Rng::new(seed);
     let mut out = Vec::with_capacity(bytes + 64);
     while out.len() < bytes {
@@ -132,7 +157,7 @@ pub fn escape_rich_text(bytes: usize, seed: u64) -> Vec<u8> {
         for _ in 0..words {
             out.extend_from_slice(WORDS[rng.below(WORDS.len() as u64) as usize]);
         }
-        out.extend_from_slice(SPECIAL[rng.below(SPECIAL.len() as u64) as usize]);
+        out.extend_from_slice(special[rng.below(special.len() as u64) as usize]);
     }
     out
 }
@@ -178,10 +203,19 @@ pub fn response_line(id: u64, result_json: &[u8]) -> Vec<u8> {
 /// A tools/call response whose `content[0].text` is `text_bytes` of
 /// escape-rich text.
 pub fn mcp_text(text_bytes: usize) -> Vec<u8> {
-    let text = escape_rich_text(text_bytes, 0x5EED);
+    mcp_text_of(&escape_rich_text(text_bytes, 0x5EED))
+}
+
+/// A tools/call response whose `content[0].text` is `text_bytes` of
+/// [`one_char_escaped_text`].
+pub fn mcp_code_text(text_bytes: usize) -> Vec<u8> {
+    mcp_text_of(&one_char_escaped_text(text_bytes, 0x5EED))
+}
+
+fn mcp_text_of(text: &[u8]) -> Vec<u8> {
     let mut r = Vec::with_capacity(text.len() + 64);
     r.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":\"");
-    r.extend_from_slice(&text);
+    r.extend_from_slice(text);
     r.extend_from_slice(b"\"}],\"isError\":false}");
     response_line(1, &r)
 }
