@@ -54,9 +54,62 @@ pub enum Serde {
     TooDeep,
 }
 
+/// A JSON value read by serde_json and thrown away: its syntax checked as
+/// strictly as a `Value` is (strings decoded, so UTF-8 and surrogates are
+/// checked, which `IgnoredAny` does not do), but every object taken as an
+/// ordinary object. `Value` with `arbitrary_precision` (which the reference
+/// needs for numbers like `1e400`) reads an object whose first key is
+/// `$serde_json::private::Number` as a number, and refuses valid JSON such as
+/// `{"$serde_json::private::Number": "K"}` (found by the `tokenizer` target).
+/// Through `deserialize_any`, such a number comes as that very one-key map,
+/// which this reads as a map like any other.
+pub struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Checked, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Checked, A::Error> {
+        while a.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Checked, A::Error> {
+        while a.next_entry::<String, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+}
+
 /// serde_json's verdict with its default recursion limit (safe on any input).
 pub fn serde_verdict(doc: &[u8]) -> Serde {
-    match serde_json::from_slice::<Value>(doc) {
+    match serde_json::from_slice::<Checked>(doc) {
         Ok(_) => Serde::Valid,
         Err(e) if e.to_string().starts_with("recursion limit exceeded") => Serde::TooDeep,
         Err(_) => Serde::Invalid,
@@ -65,12 +118,11 @@ pub fn serde_verdict(doc: &[u8]) -> Serde {
 
 /// Parse with no recursion limit. Only for documents whose bracket depth is
 /// known to be small enough for the stack ([`scan_depth`] ≤ a few thousand).
-pub fn serde_unbounded(doc: &[u8]) -> Result<Value, serde_json::Error> {
+pub fn serde_unbounded(doc: &[u8]) -> Result<(), serde_json::Error> {
     let mut de = serde_json::Deserializer::from_slice(doc);
     de.disable_recursion_limit();
-    let v = Value::deserialize(&mut de)?;
-    de.end()?;
-    Ok(v)
+    Checked::deserialize(&mut de)?;
+    de.end()
 }
 
 /// Deepest bracket nesting outside strings (no validation: an upper bound on
