@@ -4,8 +4,10 @@
 //! chosen at run time; a portable SWAR twin (8 bytes a step) everywhere else.
 //! Every implementation is tested against the one-line naive oracle.
 //!
-//! The 64-byte block masks that string scanning uses, and the UTF-8 flags
-//! of a block, come through a [`Blocks`] level: code generic over it runs via
+//! The 64-byte block masks that string scanning uses, the UTF-8 flags of a
+//! block, and its escape masks (backslashes and the bytes of one-character
+//! escapes, from which [`simple_escapes`] finds whole escapes) come through a
+//! [`Blocks`] level: code generic over it runs via
 //! [`with_blocks`], which calls it inside an AVX2-compiled function when the
 //! CPU has AVX2 (so the masks inline into the caller's loop) and with the
 //! naive masks and flags otherwise.
