@@ -255,6 +255,18 @@ pub fn escape_leads(bs: u64) -> u64 {
     ((bs & !odd_runs) & EVEN) | (odd_runs & !EVEN)
 }
 
+/// The short last block of `s` from `at` (fewer than 64 bytes), padded with
+/// spaces, which are in no mask or class.
+#[inline(always)]
+fn padded_block(s: &[u8], at: usize) -> [u8; 64] {
+    let mut b = [b' '; 64];
+    let tail = s.get(at..).unwrap_or(&[]);
+    if let Some(dst) = b.get_mut(..tail.len()) {
+        dst.copy_from_slice(tail);
+    }
+    b
+}
+
 /// The one-character escapes of the block at `s[at..]` (64 bytes, or the
 /// short tail padded with spaces), read from a point outside any escape: bit
 /// `k` when `s[at + k]` is a backslash beginning an escape whose second byte,
@@ -266,14 +278,7 @@ pub fn simple_escapes<B: Blocks>(blocks: B, s: &[u8], at: usize) -> u64 {
         .and_then(|w| <&[u8; 64]>::try_from(w).ok())
     {
         Some(w) => blocks.escape_masks(w),
-        None => {
-            let mut b = [b' '; 64];
-            let tail = s.get(at..).unwrap_or(&[]);
-            if let Some(dst) = b.get_mut(..tail.len()) {
-                dst.copy_from_slice(tail);
-            }
-            blocks.escape_masks(&b)
-        }
+        None => blocks.escape_masks(&padded_block(s, at)),
     };
     escape_leads(bs) & (simple >> 1)
 }
@@ -690,11 +695,7 @@ fn find_block_with<B: Blocks>(blocks: B, s: &[u8], from: usize, mut i: usize) ->
         high_behind = m.high >> 61 != 0;
         i += 64;
     }
-    let mut b = [b' '; 64];
-    let tail = s.get(i..).unwrap_or(&[]);
-    if let Some(dst) = b.get_mut(..tail.len()) {
-        dst.copy_from_slice(tail);
-    }
+    let b = padded_block(s, i);
     let masks = blocks.masks(&b);
     Found {
         at: i,

@@ -327,10 +327,11 @@ fn below(k: u32) -> u64 {
 }
 
 /// Scan a string body from `start` block-wise: special bytes come from
-/// 64-byte masks, escapes are taken whole in place, UTF-8 is checked on the
-/// same blocks (`std` re-checks the span only on an alarm), and characters
-/// are counted from the continuation-byte masks. Compiled once per [`scan::Blocks`] level, so the block masks inline
-/// into this loop.
+/// 64-byte masks, escapes are taken whole in place (a block's one-character
+/// escapes at once, from two more masks), UTF-8 is checked on the same blocks
+/// (`std` re-checks the span only on an alarm), and characters are counted
+/// from the continuation-byte masks. Compiled once per [`scan::Blocks`]
+/// level, so the block masks inline into this loop.
 #[inline(never)]
 fn fast_string(chunk: &[u8], start: usize) -> FastStr {
     scan::with_blocks(StrJob(chunk, start))
