@@ -349,6 +349,24 @@ mod x86 {
         super::skip_ws_portable(s, i)
     }
 
+    /// [`super::digits32`] with SSE2, which every x86_64 CPU has.
+    #[inline]
+    pub fn digits32_sse2(s: &[u8], i: usize) -> Option<u32> {
+        let w = s.get(i..i.checked_add(32)?)?;
+        // SAFETY: `w` is 32 readable bytes; SSE2 is part of the x86_64
+        // baseline; loadu has no alignment need.
+        let mask = unsafe {
+            let p = w.as_ptr() as *const __m128i;
+            // A byte is a digit when `b - '0'`, unsigned, is at most 9.
+            let digits = |v: __m128i| {
+                let x = _mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8));
+                _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(9)), x)) as u32
+            };
+            digits(_mm_loadu_si128(p)) | digits(_mm_loadu_si128(p.add(1))) << 16
+        };
+        Some(mask)
+    }
+
     /// [`super::short_string`] with SSE2, which every x86_64 CPU has.
     #[inline]
     pub fn short_string_sse2(s: &[u8], i: usize) -> Option<usize> {
@@ -797,6 +815,31 @@ pub fn short_string_portable(s: &[u8], i: usize) -> Option<usize> {
     let w = s.get(i..i + 16)?;
     let k = w.iter().position(|&b| is_special(b) || b >= 0x80)?;
     (w.get(k) == Some(&b'"')).then_some(i + k)
+}
+
+/// Bit `k` set when `s[i + k]` is an ASCII digit, for the 32 bytes from `i`
+/// (`None` when fewer remain): two SSE2 compares on x86_64, else the
+/// portable twin. A number's digit runs, and so its end, come from one mask.
+#[inline]
+pub fn digits32(s: &[u8], i: usize) -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::digits32_sse2(s, i)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        digits32_portable(s, i)
+    }
+}
+
+/// The portable twin (and oracle) of [`digits32`].
+pub fn digits32_portable(s: &[u8], i: usize) -> Option<u32> {
+    let w = s.get(i..i.checked_add(32)?)?;
+    Some(
+        w.iter()
+            .enumerate()
+            .fold(0, |m, (k, b)| m | (b.is_ascii_digit() as u32) << k),
+    )
 }
 
 /// Index of the first non-whitespace byte at or after `i` (JSON whitespace:
@@ -1409,5 +1452,28 @@ mod tests {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }
+    }
+
+    #[test]
+    fn digits32_matches_its_twin() {
+        // Every byte value at every position, then random windows; and
+        // every start near the end of the input.
+        let mut x = 0x0DD5_EED5_0123_4567u64;
+        for round in 0..20_000u32 {
+            let b: Vec<u8> = (0..40)
+                .map(|k: usize| {
+                    if round < 256 {
+                        (round as usize + k * 97) as u8
+                    } else {
+                        xorshift(&mut x) as u8
+                    }
+                })
+                .collect();
+            for i in 0..=b.len() {
+                assert_eq!(digits32(&b, i), digits32_portable(&b, i), "{b:02X?} at {i}");
+            }
+        }
+        assert_eq!(digits32(b"0123456789", 0), None);
+        assert_eq!(digits32(&[b'5'; 32], 0), Some(u32::MAX));
     }
 }

@@ -566,8 +566,65 @@ fn digits_end(s: &[u8], mut j: usize) -> usize {
 /// The end of a valid number starting at `chunk[i]`, when it ends inside the
 /// chunk and the byte after it cannot continue it. `None` sends the number to
 /// the byte-wise machine (which reports the exact error, or carries it on).
+/// A number that ends within 32 bytes is read from one digit mask
+/// ([`number_in_mask`]); a longer one, or one near the chunk end, byte-wise.
 #[inline(always)]
-fn number_end(chunk: &[u8], mut i: usize) -> Option<usize> {
+fn number_end(chunk: &[u8], i: usize) -> Option<usize> {
+    match scan::digits32(chunk, i).map(|d| number_in_mask(chunk, i, d)) {
+        Some(Some(end)) => end,
+        _ => number_end_bytes(chunk, i),
+    }
+}
+
+/// [`number_end`] from `d`, the digit mask of the 32 bytes at `chunk[i]`:
+/// each digit run ends at the next zero bit, so only the sign, the dot and
+/// the exponent are read as bytes. `None` when the number reaches the 32nd
+/// byte (it may go on past the mask).
+#[inline(always)]
+fn number_in_mask(chunk: &[u8], i: usize, d: u32) -> Option<Option<usize>> {
+    // The first non-digit at or after bit `k` (32 past the mask).
+    let run = |k: u32| ((!d as u64 | !0u64 << 32) >> k).trailing_zeros() + k;
+    let at = |k: u32| chunk.get(i + k as usize).copied();
+    let int = (at(0) == Some(b'-')) as u32;
+    let mut end = run(int);
+    if end >= 32 {
+        return None;
+    }
+    // No digit, or a leading zero with more digits after it.
+    if end == int || (at(int) == Some(b'0') && end > int + 1) {
+        return Some(None);
+    }
+    if at(end) == Some(b'.') {
+        let frac = run(end + 1);
+        if frac >= 32 {
+            return None;
+        }
+        if frac == end + 1 {
+            return Some(None);
+        }
+        end = frac;
+    }
+    if let Some(b'e' | b'E') = at(end) {
+        let mut j = end + 1;
+        if let Some(b'+' | b'-') = at(j) {
+            j += 1;
+        }
+        let exp = run(j);
+        if exp >= 32 {
+            return None;
+        }
+        if exp == j {
+            return Some(None);
+        }
+        end = exp;
+    }
+    Some(Some(i + end as usize))
+}
+
+/// [`number_end`] byte-wise (digit runs eight bytes a step); the oracle of
+/// [`number_in_mask`].
+#[inline]
+fn number_end_bytes(chunk: &[u8], mut i: usize) -> Option<usize> {
     let digits = |j: usize| digits_end(chunk, j);
     if chunk.get(i) == Some(&b'-') {
         i += 1;
@@ -1833,7 +1890,9 @@ impl Tokenizer {
 
 #[cfg(test)]
 mod tests {
-    use super::{digits_end, fast_string, fast_string_at, inline_escape};
+    use super::{
+        digits_end, fast_string, fast_string_at, inline_escape, number_end, number_end_bytes,
+    };
     use crate::scan::Level;
 
     /// The unit-by-unit reading of a string body that `fast_string` must
@@ -1970,6 +2029,54 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The masked number end against the byte-wise one: every string of
+    /// number bytes up to five long at every place of a 40-byte window
+    /// (so across the mask's 32nd byte), and random ones.
+    #[test]
+    fn number_end_matches_the_byte_walk() {
+        const AB: &[u8] = b"0123456789-+.eEx ";
+        let check = |s: &[u8]| {
+            for i in 0..s.len() {
+                assert_eq!(
+                    number_end(s, i),
+                    number_end_bytes(s, i),
+                    "{:?} from {i}",
+                    String::from_utf8_lossy(s)
+                );
+            }
+        };
+        for len in 1..=5u32 {
+            for code in 0..(AB.len() as u32).pow(len) {
+                let mut piece = Vec::new();
+                let mut c = code;
+                for _ in 0..len {
+                    piece.push(AB[(c % AB.len() as u32) as usize]);
+                    c /= AB.len() as u32;
+                }
+                for at in [0usize, 1, 20, 27, 29, 31, 33] {
+                    let mut s = vec![b'7'; 40];
+                    s[at..at + piece.len()].copy_from_slice(&piece);
+                    check(&s);
+                }
+            }
+        }
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        for _ in 0..20_000 {
+            let len = 1 + (crate::scan::xorshift(&mut x) % 48) as usize;
+            let s: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = crate::scan::xorshift(&mut x);
+                    if r % 4 == 0 {
+                        AB[(r >> 8) as usize % AB.len()]
+                    } else {
+                        b'0' + (r >> 16) as u8 % 10
+                    }
+                })
+                .collect();
+            check(&s);
         }
     }
 }
