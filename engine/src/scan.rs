@@ -866,7 +866,7 @@ pub fn skip_ws(s: &[u8], i: usize) -> usize {
 
 /// JSON whitespace: space, tab, LF, CR.
 #[inline(always)]
-fn is_ws(b: u8) -> bool {
+pub(crate) fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
 

@@ -176,11 +176,6 @@ static STR_CLASS: [u8; 256] = {
     t
 };
 
-#[inline]
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
 /// A hex digit's value, or 0xFF.
 static HEX: [u8; 256] = {
     let mut t = [0xFFu8; 256];
@@ -1019,7 +1014,7 @@ impl Tokenizer {
                     }
                     // Structural states: skip whitespace, then one byte decides.
                     let mut i = *pos;
-                    if chunk.get(i).is_some_and(|&b| is_ws(b)) {
+                    if chunk.get(i).is_some_and(|&b| scan::is_ws(b)) {
                         i = scan::skip_ws(chunk, i);
                     }
                     *pos = i;
@@ -1568,7 +1563,7 @@ impl Tokenizer {
         let mut depth = self.depth;
         let mut entered = None;
         while let Some(&b) = chunk.get(i) {
-            if is_ws(b) {
+            if scan::is_ws(b) {
                 i = scan::skip_ws(chunk, i);
                 continue;
             }
@@ -1694,7 +1689,7 @@ impl Tokenizer {
         let mut i = *pos;
         let mut state = self.state;
         while let Some(&b) = chunk.get(i) {
-            if is_ws(b) {
+            if scan::is_ws(b) {
                 i = scan::skip_ws(chunk, i);
                 continue;
             }
