@@ -577,23 +577,19 @@ fn number_end(chunk: &[u8], i: usize) -> Option<usize> {
 /// byte (it may go on past the mask).
 #[inline(always)]
 fn number_in_mask(chunk: &[u8], i: usize, d: u32) -> Option<Option<usize>> {
-    // The first non-digit at or after bit `k` (32 past the mask).
-    let run = |k: u32| ((!d as u64 | !0u64 << 32) >> k).trailing_zeros() + k;
+    // The first non-digit at or after bit `k`; `None` when the digits run to
+    // the mask's end (the number may go on past it).
+    let run =
+        |k: u32| Some(((!d as u64 | !0u64 << 32) >> k).trailing_zeros() + k).filter(|&e| e < 32);
     let at = |k: u32| chunk.get(i + k as usize).copied();
     let int = (at(0) == Some(b'-')) as u32;
-    let mut end = run(int);
-    if end >= 32 {
-        return None;
-    }
+    let mut end = run(int)?;
     // No digit, or a leading zero with more digits after it.
     if end == int || (at(int) == Some(b'0') && end > int + 1) {
         return Some(None);
     }
     if at(end) == Some(b'.') {
-        let frac = run(end + 1);
-        if frac >= 32 {
-            return None;
-        }
+        let frac = run(end + 1)?;
         if frac == end + 1 {
             return Some(None);
         }
@@ -604,10 +600,7 @@ fn number_in_mask(chunk: &[u8], i: usize, d: u32) -> Option<Option<usize>> {
         if let Some(b'+' | b'-') = at(j) {
             j += 1;
         }
-        let exp = run(j);
-        if exp >= 32 {
-            return None;
-        }
+        let exp = run(j)?;
         if exp == j {
             return Some(None);
         }
