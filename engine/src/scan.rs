@@ -641,23 +641,30 @@ pub struct Found {
 /// block (at `i + 64k`) holding a special byte, or else the last, partial
 /// block (its `special` is then 0 and it ends at `s.len()`), with the bulk
 /// counts of the blocks in between.
+///
+/// `eager` says the span is likely to hold more non-ASCII text: the UTF-8
+/// check then runs on every block instead of only on blocks with a high byte
+/// (or one just behind them). The result is the same either way (an ASCII
+/// block after ASCII bytes has no flag); what changes is a branch. On text
+/// that mixes ASCII and non-ASCII blocks that branch goes either way at
+/// random, and its misses cost more than the check (docs/design.md §9).
 #[inline]
-pub fn find_block(s: &[u8], from: usize, i: usize) -> Found {
-    find_block_at(detect(), s, from, i)
+pub fn find_block(s: &[u8], from: usize, i: usize, eager: bool) -> Found {
+    find_block_at(detect(), s, from, i, eager)
 }
 
 /// [`find_block`] with a given implementation (portable where unsupported).
 #[inline]
-pub fn find_block_at(level: Level, s: &[u8], from: usize, i: usize) -> Found {
-    struct Job<'a>(&'a [u8], usize, usize);
+pub fn find_block_at(level: Level, s: &[u8], from: usize, i: usize, eager: bool) -> Found {
+    struct Job<'a>(&'a [u8], usize, usize, bool);
     impl BlockJob for Job<'_> {
         type Out = Found;
         #[inline(always)]
         fn run<B: Blocks>(self, blocks: B) -> Found {
-            find_block_in(blocks, self.0, self.1, self.2)
+            find_block_in(blocks, self.0, self.1, self.2, self.3)
         }
     }
-    with_blocks_at(level, Job(s, from, i))
+    with_blocks_at(level, Job(s, from, i, eager))
 }
 
 /// The three bytes before `at`, reading those before `from` as spaces.
@@ -679,7 +686,12 @@ fn before3(s: &[u8], from: usize, at: usize) -> [u8; 3] {
 
 /// The block walk, at any [`Blocks`] level.
 #[inline(always)]
-fn find_block_with<B: Blocks>(blocks: B, s: &[u8], from: usize, mut i: usize) -> Found {
+fn find_block_with<B: Blocks, const EAGER: bool>(
+    blocks: B,
+    s: &[u8],
+    from: usize,
+    mut i: usize,
+) -> Found {
     let mut cont_before = 0u64;
     let mut high_before = false;
     let mut bad_before = false;
@@ -692,7 +704,7 @@ fn find_block_with<B: Blocks>(blocks: B, s: &[u8], from: usize, mut i: usize) ->
         // path, rebuilds the 64-bit mask byte by byte (≈ 60 extract/insert
         // instructions per string).
         m.special = std::hint::black_box(m.special);
-        let utf8 = if m.high != 0 || high_behind {
+        let utf8 = if EAGER || m.high != 0 || high_behind {
             blocks.utf8_flags(before3(s, from, i), w)
         } else {
             0
@@ -790,8 +802,12 @@ pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
 
 /// [`find_block`] at a given [`Blocks`] level, for code generic over it.
 #[inline(always)]
-pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], from: usize, i: usize) -> Found {
-    find_block_with(blocks, s, from, i)
+pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], from: usize, i: usize, eager: bool) -> Found {
+    if eager {
+        find_block_with::<B, true>(blocks, s, from, i)
+    } else {
+        find_block_with::<B, false>(blocks, s, from, i)
+    }
 }
 
 /// The index of the closing quote when a string body starting at `s[i]` ends
@@ -1062,14 +1078,16 @@ mod tests {
             }
             for from in [0, i.saturating_sub(2), i] {
                 let want = find_block_naive(s, from, i);
-                for l in [Level::Portable, Level::Sse2, Level::Avx2] {
-                    assert_eq!(
-                        find_block_at(l, s, from, i),
-                        want,
-                        "{l:?} at {i} from {from} in {s:?}"
-                    );
+                for eager in [false, true] {
+                    for l in [Level::Portable, Level::Sse2, Level::Avx2] {
+                        assert_eq!(
+                            find_block_at(l, s, from, i, eager),
+                            want,
+                            "{l:?} at {i} from {from}, eager {eager}, in {s:?}"
+                        );
+                    }
+                    assert_eq!(find_block(s, from, i, eager), want);
                 }
-                assert_eq!(find_block(s, from, i), want);
             }
         }
     }

@@ -366,7 +366,7 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
     let last;
     let stop;
     'blocks: loop {
-        let f = scan::find_block_in(blocks, chunk, start, i);
+        let f = scan::find_block_in(blocks, chunk, start, i, high);
         cont += f.cont_before;
         high |= f.high_before;
         bad |= f.bad_before;
