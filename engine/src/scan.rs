@@ -644,7 +644,8 @@ pub struct Found {
 ///
 /// `eager` says the span is likely to hold more non-ASCII text: the UTF-8
 /// check then runs on every block instead of only on blocks with a high byte
-/// (or one just behind them). The result is the same either way (an ASCII
+/// (or one just behind them). The walk turns eager by itself after a
+/// non-ASCII block; the flag carries that from an earlier call. The result is the same either way (an ASCII
 /// block after ASCII bytes has no flag); what changes is a branch. On text
 /// that mixes ASCII and non-ASCII blocks that branch goes either way at
 /// random, and its misses cost more than the check (docs/design.md §9).
@@ -724,6 +725,14 @@ fn find_block_with<B: Blocks, const EAGER: bool>(
         bad_before |= utf8 != 0;
         high_behind = m.high >> 61 != 0;
         i += 64;
+        if !EAGER && m.high != 0 {
+            // The span has shown non-ASCII: the rest of the walk is eager.
+            let mut rest = find_block_with::<B, true>(blocks, s, from, i);
+            rest.cont_before += cont_before;
+            rest.high_before = true;
+            rest.bad_before |= bad_before;
+            return rest;
+        }
     }
     let b = padded_block(s, i);
     let masks = blocks.masks(&b);
