@@ -10,7 +10,7 @@
 
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::out::Out;
+use crate::out::{Out, LEND_TAIL_DIV};
 use crate::record::{BudgetKind, PointerBuf, Record};
 use crate::tokenizer::{KeepSink, Tok, Tokenizer};
 
@@ -753,6 +753,25 @@ impl Budget {
 
     /// Push the next chunk; committed output is appended to `out`.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Status, Error> {
+        // Kept bytes go straight into `out` (one copy) unless a long
+        // uncommitted tail is pending; `Out::lend` says why.
+        let lent = self.out.lend(out, input.len() / LEND_TAIL_DIV);
+        let res = self.feed_tokens(input);
+        match (&res, lent) {
+            (Ok(()), true) => self.out.give_back(out),
+            (Err(_), true) => self.out.give_back_all(out),
+            (Ok(()), false) => self.out.drain_into(out),
+            (Err(_), false) => {}
+        }
+        res?;
+        Ok(if self.done {
+            Status::Complete
+        } else {
+            Status::NeedInput
+        })
+    }
+
+    fn feed_tokens(&mut self, input: &[u8]) -> Result<(), Error> {
         let mut pos = 0;
         loop {
             if !self.done {
@@ -761,16 +780,10 @@ impl Budget {
             }
             let tok = self.lex.next(input, &mut pos)?;
             if tok == Tok::NeedMore {
-                break;
+                return Ok(());
             }
             self.step(tok, input)?;
         }
-        self.out.drain_into(out);
-        Ok(if self.done {
-            Status::Complete
-        } else {
-            Status::NeedInput
-        })
     }
 
     /// After an error: close every open string and container so that what was

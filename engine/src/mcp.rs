@@ -9,7 +9,7 @@
 use crate::budget::{Step, ValueBudget};
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::out::Out;
+use crate::out::{Out, LEND_TAIL_DIV};
 use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
 use crate::tokenizer::{Lit, Tok, Tokenizer};
 
@@ -323,7 +323,8 @@ struct StrChild {
     dec_allow: u64,
     enc_allow: u64,
     /// Nothing can cut or drop it (no allowance, no ceiling, no hold): its
-    /// bytes are committed as they come, so it streams at any size.
+    /// bytes are committed as they come, so it streams at any size (and goes
+    /// straight into the caller's output, `Out::lend`).
     streams: bool,
 }
 
@@ -518,10 +519,28 @@ impl Projector {
 
     /// Push the next chunk of the message; committed output is appended to `out`.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
-        let mut pos = 0;
         if self.hash_from.is_some() {
             self.hash_from = Some(0);
         }
+        // Kept bytes go straight into `out` (one copy) unless a long
+        // uncommitted tail is pending; `Out::lend` says why.
+        let lent = self.out.lend(out, input.len() / LEND_TAIL_DIV);
+        let res = self.feed_tokens(input);
+        match (&res, lent) {
+            (Ok(()), true) => self.out.give_back(out),
+            (Err(_), true) => self.out.give_back_all(out),
+            (Ok(()), false) => self.out.drain_into(out),
+            (Err(_), false) => {}
+        }
+        res?;
+        if let Some(from) = self.hash_from {
+            self.digest = fnv1a(self.digest, input.get(from..).unwrap_or(&[]));
+        }
+        Ok(())
+    }
+
+    fn feed_tokens(&mut self, input: &[u8]) -> Result<(), Error> {
+        let mut pos = 0;
         loop {
             if self.vb_act.is_some() && !self.done {
                 self.vb
@@ -529,15 +548,10 @@ impl Projector {
             }
             let tok = self.lex.next(input, &mut pos)?;
             if tok == Tok::NeedMore {
-                break;
+                return Ok(());
             }
             self.step(tok, input, pos)?;
         }
-        if let Some(from) = self.hash_from {
-            self.digest = fnv1a(self.digest, input.get(from..).unwrap_or(&[]));
-        }
-        self.out.drain_into(out);
-        Ok(())
     }
 
     /// The message ended: flush the rest. The record is then complete.

@@ -7,6 +7,11 @@
 
 use crate::record::{BudgetKind, Record};
 
+/// A feed lends the caller's output `Vec` (see [`Out::lend`]) only while the
+/// uncommitted tail is at most the chunk's length divided by this: moving the
+/// tail in and out then costs at most a quarter of a copy of the chunk.
+pub(crate) const LEND_TAIL_DIV: usize = 8;
+
 /// A byte ceiling over part of the output.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Scope {
@@ -20,8 +25,12 @@ pub(crate) struct Scope {
 
 #[derive(Debug, Default)]
 pub(crate) struct Out {
+    /// Our bytes are `buf[start..]`. Between feeds `buf` is our own buffer
+    /// and `start` is 0; during a feed it may be the caller's output `Vec`
+    /// (see [`Out::lend`]), whose first `start` bytes are the caller's.
     buf: Vec<u8>,
-    /// Absolute position of `buf[0]`.
+    start: usize,
+    /// Absolute position of `buf[start]`.
     base: u64,
     /// Absolute position up to which bytes are final.
     commit: u64,
@@ -41,7 +50,59 @@ impl Out {
     /// Total bytes written so far (committed or not).
     #[inline]
     pub fn pos(&self) -> u64 {
-        self.base + self.buf.len() as u64
+        self.base + self.buf.len().saturating_sub(self.start) as u64
+    }
+
+    /// Index in `buf` of absolute position `at` (clamped to our part).
+    #[inline]
+    fn index(&self, at: u64) -> usize {
+        let rel = at.saturating_sub(self.base);
+        self.start
+            .saturating_add(usize::try_from(rel).unwrap_or(usize::MAX))
+            .min(self.buf.len())
+    }
+
+    /// Write straight into the caller's `dst` for one feed, so that kept bytes
+    /// are copied once (input → `dst`) instead of twice (input → our buffer →
+    /// `dst`). `dst` and our buffer swap places: the caller's bytes stay in
+    /// front, untouched, and our uncommitted tail is appended after them.
+    /// Returns false, and lends nothing, when that tail is longer than
+    /// `max_tail` (a long hold would otherwise be copied on every feed).
+    /// Every `lend` must be followed by [`Out::give_back`] or
+    /// [`Out::give_back_all`] with the same `dst`.
+    pub fn lend(&mut self, dst: &mut Vec<u8>, max_tail: usize) -> bool {
+        if self.start != 0 || self.buf.len() > max_tail {
+            return false;
+        }
+        std::mem::swap(&mut self.buf, dst);
+        self.start = self.buf.len();
+        self.buf.extend_from_slice(dst);
+        dst.clear();
+        true
+    }
+
+    /// End a lend: the committed bytes stay in `dst` (the caller's `Vec`
+    /// again), the uncommitted tail moves back into our buffer.
+    pub fn give_back(&mut self, dst: &mut Vec<u8>) {
+        let cut = self.index(self.commit);
+        self.return_from(cut, dst);
+    }
+
+    /// End a lend handing nothing over (after an error): every byte of ours,
+    /// committed or not, moves back into our buffer, as if never lent.
+    pub fn give_back_all(&mut self, dst: &mut Vec<u8>) {
+        let cut = self.start;
+        self.return_from(cut, dst);
+    }
+
+    fn return_from(&mut self, cut: usize, dst: &mut Vec<u8>) {
+        // `dst` holds our (empty) buffer while lent.
+        dst.clear();
+        dst.extend_from_slice(self.buf.get(cut..).unwrap_or(&[]));
+        self.buf.truncate(cut);
+        self.base += cut.saturating_sub(self.start) as u64;
+        self.start = 0;
+        std::mem::swap(&mut self.buf, dst);
     }
 
     #[inline]
@@ -128,7 +189,7 @@ impl Out {
 
     /// Drop everything written after `mark` (which must not be committed).
     pub fn rollback(&mut self, mark: u64) {
-        let keep = mark.max(self.commit).saturating_sub(self.base) as usize;
+        let keep = self.index(mark.max(self.commit));
         self.buf.truncate(keep);
     }
 
@@ -158,13 +219,12 @@ impl Out {
 
     /// The uncommitted bytes from absolute position `from` on.
     pub fn tail_from(&self, from: u64) -> &[u8] {
-        let i = from.saturating_sub(self.base) as usize;
-        self.buf.get(i..).unwrap_or(&[])
+        self.buf.get(self.index(from)..).unwrap_or(&[])
     }
 
     /// Insert `bytes` at absolute position `at` (which must not be committed).
     pub fn insert(&mut self, at: u64, bytes: &[u8]) {
-        let i = (at.max(self.commit).saturating_sub(self.base) as usize).min(self.buf.len());
+        let i = self.index(at.max(self.commit));
         self.buf.splice(i..i, bytes.iter().copied());
     }
 
@@ -182,10 +242,10 @@ impl Out {
         self.record_reserve += rec.paths_len().saturating_sub(before) as u64;
     }
 
-    /// Hand the committed bytes to `dst`.
+    /// Hand the committed bytes to `dst` (not while lent).
     pub fn drain_into(&mut self, dst: &mut Vec<u8>) {
-        let n = (self.commit - self.base) as usize;
-        if n == 0 {
+        let n = self.index(self.commit).saturating_sub(self.start);
+        if n == 0 || self.start != 0 {
             return;
         }
         if let Some(ready) = self.buf.get(..n) {
@@ -201,7 +261,7 @@ impl Out {
 
     /// Forget all state but keep the allocation.
     pub fn reset(&mut self) {
-        self.buf.clear();
+        self.buf.truncate(self.start);
         self.base = 0;
         self.commit = 0;
         self.reserved = 0;
