@@ -1124,7 +1124,10 @@ impl Projector {
             start: self.out.pos(),
             dec_allow,
             enc_allow,
-            streams: act == Act::Text && uncuttable && !self.out.is_held(),
+            // A blob or a whole-kept field cannot be cut or dropped without
+            // a ceiling either (content is never under the structured scope),
+            // so it streams too.
+            streams: uncuttable && !self.out.is_held(),
         });
     }
 

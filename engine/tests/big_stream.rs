@@ -281,6 +281,25 @@ fn filter_without_budgets_streams_one_huge_text_block() {
     });
 }
 
+/// And for one 96 MB image: without a ceiling a blob can never be dropped, so
+/// it is not held either (before, it was buffered whole, like the text above).
+#[test]
+fn filter_without_budgets_streams_one_huge_image_block() {
+    use std::io::Write;
+    unbudgeted_filter(96 * 1024 * 1024, |stdin| {
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"image\",\"data\":\"")
+            .unwrap();
+        let piece = "QUJDRA==".repeat(128 * 1024).replace("==", "Rk");
+        for _ in 0..96 {
+            stdin.write_all(piece.as_bytes()).unwrap();
+        }
+        stdin
+            .write_all(b"\",\"mimeType\":\"image/png\"}]}}\n")
+            .unwrap();
+    });
+}
+
 /// Run `filter` with every budget off on what `write` sends; assert that more
 /// than `min_out` bytes come out unchanged at the end and peak RSS < 24 MiB.
 fn unbudgeted_filter(
