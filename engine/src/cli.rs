@@ -308,8 +308,10 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                     }
                 }
                 // A line is held so a broken one can be replaced whole; past
-                // MAX_HOLD (only without a ceiling) it streams instead.
-                if !failed && out.len() > MAX_HOLD {
+                // MAX_HOLD (only without a ceiling) it streams instead, and
+                // from then on each piece goes out as soon as it is final
+                // (batching more would only stall the pipes in turn).
+                if !failed && !out.is_empty() && (streamed || out.len() > MAX_HOLD) {
                     if stdout.write_all(&out).is_err() {
                         return 1;
                     }

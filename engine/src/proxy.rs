@@ -846,8 +846,14 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 failed = Some(e);
             }
         }
-        // A long pass-through line is streamed on rather than held.
-        if failed.is_none() && !end && line_out.len() > shared.cfg.max_hold {
+        // A long pass-through line is streamed on rather than held; once it
+        // streams, each piece goes out as soon as it is final (batching more
+        // would only make the two pipes wait on each other in turn).
+        if failed.is_none()
+            && !end
+            && !line_out.is_empty()
+            && (streaming_out || line_out.len() > shared.cfg.max_hold)
+        {
             if !streaming_out {
                 shared.log(LogLevel::Debug, "streaming a long pass-through line");
             }

@@ -530,3 +530,34 @@ fn a_task_result_gets_the_treatment_of_its_tool() {
     assert!(t.starts_with("# Research Report: rust"), "{t}");
     assert!(t.ends_with(" bytes omitted]"), "{t}");
 }
+
+/// With the budgets off, a 20 MB result is longer than the proxy's 8 MiB hold:
+/// it streams on, and reaches the client whole and unchanged.
+#[test]
+fn a_20mb_result_streams_through_whole_with_budgets_off() {
+    let flags = [
+        "--max-result-bytes",
+        "none",
+        "--max-text-bytes",
+        "none",
+        "--max-text-block-bytes",
+        "none",
+    ];
+    let mut s = Raw::spawn(&proxied(&flags, &pyserver_cmd()), &[]);
+    s.initialize();
+    let n = 20_000_000usize;
+    let v = s.call(7, "big_text", json!({"n_bytes": n}));
+    let got = text(&v["result"], 0);
+    assert_eq!(got.len(), n, "the whole text arrives");
+    let unit = "lorem ipsum dolor sit amet ";
+    assert!(
+        got.as_bytes()
+            .chunks(unit.len())
+            .all(|c| unit.as_bytes().starts_with(c)),
+        "the text arrives unchanged"
+    );
+    assert_eq!(record(&v["result"]), None, "nothing was cut");
+    s.close_stdin();
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0), "{err}");
+}
