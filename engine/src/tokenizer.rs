@@ -1230,6 +1230,15 @@ impl Tokenizer {
         let n = chunk.len();
         loop {
             if self.esc == Esc::None && self.utf_need == 0 {
+                if i >= n {
+                    // The chunk is used up between units (the usual end of a
+                    // feed inside a long string): no scan of an empty rest.
+                    if self.keep && i > start {
+                        *pos = i;
+                        return Ok(Some(Tok::StrSpan(start, i)));
+                    }
+                    return Ok(Some(self.need_more(chunk, pos)));
+                }
                 // Fast paths: whole units up to the closing quote, or to where the
                 // byte-wise machine must take over. A kept string looks no further
                 // than its allowance: every unit wholly inside that window fits
@@ -1276,6 +1285,9 @@ impl Tokenizer {
                         }
                         *pos = i + 1;
                         return Ok(self.end_string());
+                    }
+                    if i >= n {
+                        continue;
                     }
                 }
                 // Plain run: no quote, backslash or control byte, and whole valid
