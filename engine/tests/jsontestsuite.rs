@@ -199,6 +199,17 @@ fn aborted(doc: &[u8], chunk: usize, prefix: &[u8]) -> Option<Vec<u8>> {
 /// in front untouched.
 #[test]
 fn aborted_output_is_one_value_for_any_chunk_size() {
+    // The outputs nest as deep as `max_nesting`; parsing them with serde_json
+    // in a debug build needs more than a test thread's default stack.
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(check_aborted_outputs)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+fn check_aborted_outputs() {
     let prefix = b"caller:";
     let mut checked = 0;
     for (name, doc) in files("n_") {
