@@ -10,7 +10,7 @@
 
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::out::{Out, LEND_TAIL_DIV};
+use crate::out::Out;
 use crate::record::{BudgetKind, PointerBuf, Record};
 use crate::tokenizer::{KeepSink, Tok, Tokenizer};
 
@@ -755,14 +755,9 @@ impl Budget {
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<Status, Error> {
         // Kept bytes go straight into `out` (one copy) unless a long
         // uncommitted tail is pending; `Out::lend` says why.
-        let lent = self.out.lend(out, input.len() / LEND_TAIL_DIV);
+        let lent = self.out.lend(out, input.len());
         let res = self.feed_tokens(input);
-        match (&res, lent) {
-            (Ok(()), true) => self.out.give_back(out),
-            (Err(_), true) => self.out.give_back_all(out),
-            (Ok(()), false) => self.out.drain_into(out),
-            (Err(_), false) => {}
-        }
+        self.out.end_feed(out, lent, res.is_ok());
         res?;
         Ok(if self.done {
             Status::Complete

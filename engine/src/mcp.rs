@@ -9,7 +9,7 @@
 use crate::budget::{Step, ValueBudget};
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::out::{Out, LEND_TAIL_DIV};
+use crate::out::Out;
 use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
 use crate::tokenizer::{Lit, Tok, Tokenizer};
 
@@ -524,14 +524,9 @@ impl Projector {
         }
         // Kept bytes go straight into `out` (one copy) unless a long
         // uncommitted tail is pending; `Out::lend` says why.
-        let lent = self.out.lend(out, input.len() / LEND_TAIL_DIV);
+        let lent = self.out.lend(out, input.len());
         let res = self.feed_tokens(input);
-        match (&res, lent) {
-            (Ok(()), true) => self.out.give_back(out),
-            (Err(_), true) => self.out.give_back_all(out),
-            (Ok(()), false) => self.out.drain_into(out),
-            (Err(_), false) => {}
-        }
+        self.out.end_feed(out, lent, res.is_ok());
         res?;
         if let Some(from) = self.hash_from {
             self.digest = fnv1a(self.digest, input.get(from..).unwrap_or(&[]));

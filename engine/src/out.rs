@@ -10,7 +10,7 @@ use crate::record::{BudgetKind, Record};
 /// A feed lends the caller's output `Vec` (see [`Out::lend`]) only while the
 /// uncommitted tail is at most the chunk's length divided by this: moving the
 /// tail in and out then costs at most a quarter of a copy of the chunk.
-pub(crate) const LEND_TAIL_DIV: usize = 8;
+const LEND_TAIL_DIV: usize = 8;
 
 /// A byte ceiling over part of the output.
 #[derive(Debug, Clone, Copy)]
@@ -66,12 +66,12 @@ impl Out {
     /// are copied once (input → `dst`) instead of twice (input → our buffer →
     /// `dst`). `dst` and our buffer swap places: the caller's bytes stay in
     /// front, untouched, and our uncommitted tail is appended after them.
-    /// Returns false, and lends nothing, when that tail is longer than
-    /// `max_tail` (a long hold would otherwise be copied on every feed).
-    /// Every `lend` must be followed by [`Out::give_back`] or
-    /// [`Out::give_back_all`] with the same `dst`.
-    pub fn lend(&mut self, dst: &mut Vec<u8>, max_tail: usize) -> bool {
-        if self.start != 0 || self.buf.len() > max_tail {
+    /// Returns false, and lends nothing, when that tail is longer than the
+    /// feed's `chunk_len` over [`LEND_TAIL_DIV`] (a long hold would otherwise
+    /// be copied on every feed). Every `lend` must be followed by
+    /// [`Out::end_feed`] with the same `dst`.
+    pub fn lend(&mut self, dst: &mut Vec<u8>, chunk_len: usize) -> bool {
+        if self.start != 0 || self.buf.len() > chunk_len / LEND_TAIL_DIV {
             return false;
         }
         std::mem::swap(&mut self.buf, dst);
@@ -81,18 +81,18 @@ impl Out {
         true
     }
 
-    /// End a lend: the committed bytes stay in `dst` (the caller's `Vec`
-    /// again), the uncommitted tail moves back into our buffer.
-    pub fn give_back(&mut self, dst: &mut Vec<u8>) {
-        let cut = self.index(self.commit);
-        self.return_from(cut, dst);
-    }
-
-    /// End a lend handing nothing over (after an error): every byte of ours,
+    /// End a feed that began with `lent = lend(dst, …)`. When it succeeded
+    /// (`ok`), the committed bytes end up in `dst`: they stay there if it was
+    /// lent (the uncommitted tail moves back into our buffer), or are drained
+    /// into it. After an error nothing is handed over: every byte of ours,
     /// committed or not, moves back into our buffer, as if never lent.
-    pub fn give_back_all(&mut self, dst: &mut Vec<u8>) {
-        let cut = self.start;
-        self.return_from(cut, dst);
+    pub fn end_feed(&mut self, dst: &mut Vec<u8>, lent: bool, ok: bool) {
+        match (lent, ok) {
+            (true, true) => self.return_from(self.index(self.commit), dst),
+            (true, false) => self.return_from(self.start, dst),
+            (false, true) => self.drain_into(dst),
+            (false, false) => {}
+        }
     }
 
     fn return_from(&mut self, cut: usize, dst: &mut Vec<u8>) {
