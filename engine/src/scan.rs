@@ -624,9 +624,9 @@ pub fn masks_naive(b: &[u8; 64]) -> Masks {
 /// of the input padded with spaces, which are in no mask) and its masks; for the
 /// whole blocks skipped before it (no special byte), how many continuation
 /// bytes they held, whether any byte was non-ASCII, and whether any was
-/// flagged by the UTF-8 check. `utf8` is the found block's UTF-8 flags (0 when
-/// it is all ASCII). The UTF-8 check reads the bytes before `from` (the start
-/// of the span) as ASCII.
+/// flagged by the UTF-8 check. `utf8` is the found block's UTF-8 flags, for
+/// its bytes of the input only (0 when it is all ASCII). The UTF-8 check reads
+/// the bytes before `from` (the start of the span) as ASCII.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Found {
     pub at: usize,
@@ -734,19 +734,57 @@ fn find_block_with<B: Blocks, const EAGER: bool>(
             return rest;
         }
     }
-    let b = padded_block(s, i);
-    let masks = blocks.masks(&b);
-    Found {
+    let n = s.len();
+    let mut found = Found {
         at: i,
-        masks,
-        utf8: if masks.high != 0 || high_behind {
-            blocks.utf8_flags(before3(s, from, i), &b)
-        } else {
-            0
-        },
+        masks: Masks::default(),
+        utf8: 0,
         cont_before,
         high_before,
         bad_before,
+    };
+    if i >= n {
+        return found;
+    }
+    // The last, partial block. When the span holds the 64 bytes that end `s`,
+    // read those (a load, where a padded copy costs a variable-length copy and
+    // vector loads that wait on its byte stores: a fixed cost of every feed
+    // that ends inside a long string) and shift the masks so that bit `k` is
+    // still byte `i + k`. The bytes before `i` are shifted out; the context of
+    // those after it is the same as in a padded block.
+    if let Some(back) = n.checked_sub(64).filter(|&b| b >= from) {
+        if let Some(w) = s.get(back..n).and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
+            // 1..=63: the loop above took every whole block from `i`.
+            let d = ((i - back) & 63) as u32;
+            let m = blocks.masks(w);
+            found.masks = Masks {
+                special: m.special >> d,
+                cont: m.cont >> d,
+                high: m.high >> d,
+            };
+            if found.masks.high != 0 || high_behind {
+                found.utf8 = blocks.utf8_flags(before3(s, from, back), w) >> d;
+            }
+            return found;
+        }
+    }
+    let b = padded_block(s, i);
+    found.masks = blocks.masks(&b);
+    if found.masks.high != 0 || high_behind {
+        // Only the block's bytes of `s`: a space after a sequence cut by the
+        // end of `s` is flagged, and no caller reads past the end.
+        found.utf8 = blocks.utf8_flags(before3(s, from, i), &b) & below(n - i);
+    }
+    found
+}
+
+/// The low `k` bits (all of them from 64).
+#[inline(always)]
+fn below(k: usize) -> u64 {
+    if k >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << k) - 1
     }
 }
 
@@ -1070,7 +1108,12 @@ mod tests {
             if m.special != 0 || i + 64 > s.len() {
                 f.at = i;
                 f.masks = m;
-                f.utf8 = utf8;
+                // Flags of the bytes of `s` only.
+                f.utf8 = if part.len() >= 64 {
+                    utf8
+                } else {
+                    utf8 & ((1u64 << part.len()) - 1)
+                };
                 return f;
             }
             f.cont_before += part.iter().filter(|&&x| (0x80..=0xBF).contains(&x)).count() as u64;
