@@ -621,7 +621,7 @@ pub fn masks_naive(b: &[u8; 64]) -> Masks {
 }
 
 /// Where [`find_block`] stopped: the block at `at` (64 bytes, or the short tail
-/// of the input padded with spaces, which are in no mask) and its masks; for the
+/// of the input, with no mask bit past its end) and its masks; for the
 /// whole blocks skipped before it (no special byte), how many continuation
 /// bytes they held, whether any byte was non-ASCII, and whether any was
 /// flagged by the UTF-8 check. `utf8` is the found block's UTF-8 flags, for
