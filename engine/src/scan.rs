@@ -773,14 +773,14 @@ fn find_block_with<B: Blocks, const EAGER: bool>(
     if found.masks.high != 0 || high_behind {
         // Only the block's bytes of `s`: a space after a sequence cut by the
         // end of `s` is flagged, and no caller reads past the end.
-        found.utf8 = blocks.utf8_flags(before3(s, from, i), &b) & below(n - i);
+        found.utf8 = blocks.utf8_flags(before3(s, from, i), &b) & below((n - i) as u32);
     }
     found
 }
 
-/// The low `k` bits (all of them from 64).
+/// The low `k` bits of a block mask (all of them from 64).
 #[inline(always)]
-fn below(k: usize) -> u64 {
+pub(crate) fn below(k: u32) -> u64 {
     if k >= 64 {
         u64::MAX
     } else {

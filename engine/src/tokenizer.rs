@@ -22,7 +22,7 @@
 //! values skipped at the container's level is reported in [`Tok::Skipped`].
 
 use crate::error::{Error, ErrorKind};
-use crate::scan;
+use crate::scan::{self, below};
 
 /// Default limit on container nesting accepted by the tokenizer.
 ///
@@ -309,15 +309,6 @@ impl FastStr {
             dec: 0,
             chars: 0,
         }
-    }
-}
-
-#[inline]
-fn below(k: u32) -> u64 {
-    if k >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << k) - 1
     }
 }
 
