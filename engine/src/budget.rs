@@ -778,6 +778,9 @@ impl Budget {
                 return Ok(());
             }
             self.step(tok, input)?;
+            if self.lex.try_end_chunk(input, pos) {
+                return Ok(());
+            }
         }
     }
 

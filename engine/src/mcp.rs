@@ -546,6 +546,9 @@ impl Projector {
                 return Ok(());
             }
             self.step(tok, input, pos)?;
+            if self.lex.try_end_chunk(input, pos) {
+                return Ok(());
+            }
         }
     }
 

@@ -76,8 +76,11 @@ impl Out {
         }
         std::mem::swap(&mut self.buf, dst);
         self.start = self.buf.len();
-        self.buf.extend_from_slice(dst);
-        dst.clear();
+        // Usually there is no tail: no copy call for nothing.
+        if !dst.is_empty() {
+            self.buf.extend_from_slice(dst);
+            dst.clear();
+        }
         true
     }
 
@@ -98,8 +101,11 @@ impl Out {
     fn return_from(&mut self, cut: usize, dst: &mut Vec<u8>) {
         // `dst` holds our (empty) buffer while lent.
         dst.clear();
-        dst.extend_from_slice(self.buf.get(cut..).unwrap_or(&[]));
-        self.buf.truncate(cut);
+        let tail = self.buf.get(cut..).unwrap_or(&[]);
+        if !tail.is_empty() {
+            dst.extend_from_slice(tail);
+            self.buf.truncate(cut);
+        }
         self.base += cut.saturating_sub(self.start) as u64;
         self.start = 0;
         std::mem::swap(&mut self.buf, dst);

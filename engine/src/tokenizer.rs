@@ -964,6 +964,27 @@ impl Tokenizer {
         self.key_len += bytes.len() as u64;
     }
 
+    /// End the chunk at `pos` without another [`Tokenizer::next`] call when
+    /// that call could do nothing but account the chunk and return
+    /// [`Tok::NeedMore`]: `pos` is at the chunk's end and nothing is half
+    /// read (inside a string between units, or between tokens outside a
+    /// skip). Returns whether it did; if not, call `next` as usual. Saves a
+    /// driver one call per feed, most of the fixed cost of a feed that ends
+    /// inside a long string.
+    #[inline]
+    pub fn try_end_chunk(&mut self, chunk: &[u8], pos: usize) -> bool {
+        let at_rest = match self.state {
+            State::Str => self.esc == Esc::None && self.utf_need == 0,
+            State::Num | State::Lit => false,
+            _ => self.skip.is_none(),
+        };
+        if pos < chunk.len() || self.ended || !at_rest {
+            return false;
+        }
+        self.base += chunk.len() as u64;
+        true
+    }
+
     /// Pull the next token from `chunk`, starting at `*pos`.
     pub fn next(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Tok, Error> {
         if self.ended {
