@@ -292,12 +292,18 @@ fn encode_utf8(cp: u32, out: &mut [u8; 4]) -> usize {
 /// closing quote. Otherwise the byte at `end` (if any) needs the byte-wise
 /// machine: an escape split by the chunk end or invalid, a control byte, or a
 /// UTF-8 sequence that is invalid or split by the chunk end.
+///
+/// The layout is fixed so that `dec` and `chars` are not neighbours: the
+/// callee writes the fields one by one, and a caller that read both with
+/// one 16-byte load (as the compiler did for the two sums they feed) could
+/// not take the load from those stores and stalled on every call.
 #[derive(Debug, Clone, Copy)]
+#[repr(C)]
 struct FastStr {
-    end: usize,
-    quote: bool,
     dec: u64,
+    end: usize,
     chars: u64,
+    quote: bool,
 }
 
 impl FastStr {
