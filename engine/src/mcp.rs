@@ -542,10 +542,23 @@ impl Projector {
                     .fast_keep(&mut self.lex, input, &mut pos, &mut self.out);
             }
             let tok = self.lex.next(input, &mut pos)?;
-            if tok == Tok::NeedMore {
-                return Ok(());
+            match tok {
+                Tok::NeedMore => return Ok(()),
+                // A span of a value string the driver streams (a text or blob
+                // nothing can cut any more): exactly what `step` does with it,
+                // without its dispatch. The record does not change here, so
+                // `step`'s typed-result check could not change its answer.
+                Tok::StrSpan(a, b)
+                    if !self.done
+                        && self.vb_act.is_none()
+                        && self.str_child.is_some_and(|c| c.streams)
+                        && !self.lex.in_key_string() =>
+                {
+                    self.out.write(input.get(a..b).unwrap_or(&[]));
+                    self.out.commit();
+                }
+                _ => self.step(tok, input, pos)?,
             }
-            self.step(tok, input, pos)?;
             if self.lex.try_end_chunk(input, pos) {
                 return Ok(());
             }
