@@ -1,0 +1,135 @@
+//! The 4 KiB / 64 KiB pass-through ratio, measured in pairs.
+//!
+//! Criterion times each chunk size for seconds on end, so on a shared
+//! machine whose speed drifts (docs/performance.md, "Noise") the two halves of
+//! the ratio can be taken at different speeds. This driver alternates: one
+//! pass-through run in 64 KiB chunks, then the same input in 4 KiB chunks,
+//! again and again in one process. It reports the median of the per-pair
+//! ratios (drift slower than one pair, milliseconds, cancels out) and the
+//! ratio of the best times of each size (what each costs when nothing
+//! disturbs it; on a small input, where a pair takes well under a
+//! millisecond, this is the steadier of the two).
+//!
+//! `cargo run --release -p resultbudget-benches --bin chunk-ratio [SECONDS] [INPUT...]`
+//! (SECONDS per input, default 5; INPUT among the throughput bench's inputs,
+//! default all).
+
+use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
+use resultbudget::{Budget, Limits};
+use resultbudget_benches as rbb;
+use std::time::{Duration, Instant};
+
+/// Builds one generated input.
+type Make = fn() -> Vec<u8>;
+
+enum Engine {
+    Generic(Box<Budget>),
+    Mcp(Box<Projector>),
+}
+
+impl Engine {
+    /// One pass-through run in `chunk`-byte feeds; returns the seconds taken.
+    fn time(&mut self, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> f64 {
+        out.clear();
+        let t = Instant::now();
+        match self {
+            Engine::Generic(b) => {
+                b.reset();
+                for c in input.chunks(chunk) {
+                    b.feed(c, out).expect("valid input");
+                }
+                b.finish(out).expect("complete input");
+            }
+            Engine::Mcp(p) => {
+                p.begin(Treat::ToolResult(CallInfo::default()));
+                for c in input.chunks(chunk) {
+                    p.feed(c, out).expect("valid input");
+                }
+                p.finish(out).expect("complete input");
+            }
+        }
+        std::hint::black_box(&out);
+        t.elapsed().as_secs_f64()
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).peekable();
+    let secs = match args.peek().and_then(|a| a.parse::<f64>().ok()) {
+        Some(s) => {
+            args.next();
+            s
+        }
+        None => 5.0,
+    };
+    let wanted: Vec<String> = args.collect();
+    let want = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
+
+    let mut inputs: Vec<(&str, Vec<u8>, bool)> = Vec::new();
+    for name in ["twitter", "citm_catalog", "canada"] {
+        if want(name) {
+            match rbb::corpus(&format!("{name}.json")) {
+                Some(bytes) => inputs.push((name, bytes, false)),
+                None => eprintln!("{name}: corpus file not found, skipped"),
+            }
+        }
+    }
+    // The throughput bench's generated inputs, at the same sizes.
+    let generated: [(&str, Make); 4] = [
+        ("mcp_text", || rbb::mcp_text(20 << 20)),
+        ("mcp_list", || rbb::mcp_list(300_000)),
+        ("mcp_deep", || rbb::mcp_deep(200, 1_000)),
+        ("mcp_image", || rbb::mcp_image(3 << 19)),
+    ];
+    for (name, make) in generated {
+        if want(name) {
+            inputs.push((name, make(), true));
+        }
+    }
+
+    println!(
+        "input         pairs  median 4k/64k  (quartiles)      best 64k MB/s  best 4k MB/s  best 4k/64k"
+    );
+    for (name, input, mcp) in &inputs {
+        let mut engine = if *mcp {
+            Engine::Mcp(Box::new(
+                Projector::new(McpLimits::UNLIMITED).expect("valid limits"),
+            ))
+        } else {
+            Engine::Generic(Box::new(
+                Budget::new(Limits::UNLIMITED).expect("valid limits"),
+            ))
+        };
+        let mut out = Vec::with_capacity(input.len() + 4096);
+        // Warm up: caches, the output buffer, page faults.
+        engine.time(input, 65536, &mut out);
+        engine.time(input, 4096, &mut out);
+        let (mut ratios, mut best64, mut best4) = (Vec::new(), f64::MAX, f64::MAX);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs_f64(secs) || ratios.len() < 10 {
+            let t64 = engine.time(input, 65536, &mut out);
+            let t4 = engine.time(input, 4096, &mut out);
+            ratios.push(t64 / t4);
+            best64 = best64.min(t64);
+            best4 = best4.min(t4);
+        }
+        let n = ratios.len();
+        let med = median(&mut ratios);
+        let (q1, q3) = (
+            ratios.get(n / 4).copied().unwrap_or(f64::NAN),
+            ratios.get(3 * n / 4).copied().unwrap_or(f64::NAN),
+        );
+        let mbs = |t: f64| input.len() as f64 / t / 1e6;
+        println!(
+            "{name:<13} {n:>5}  {med:>13.3}  ({q1:.3}–{q3:.3})  {:>13.0}  {:>12.0}  {:>11.3}",
+            mbs(best64),
+            mbs(best4),
+            best64 / best4
+        );
+    }
+}
