@@ -11,6 +11,18 @@ fn drive(
     t: &mut Tokenizer,
     doc: &[u8],
     cuts: &[usize],
+    on: impl FnMut(&mut Tokenizer, Tok, &[u8]),
+) -> Result<(), Error> {
+    drive_with(t, doc, cuts, false, on)
+}
+
+/// [`drive`], and with `early` ask [`Tokenizer::try_end_chunk`] after every
+/// token, as the budget drivers do.
+fn drive_with(
+    t: &mut Tokenizer,
+    doc: &[u8],
+    cuts: &[usize],
+    early: bool,
     mut on: impl FnMut(&mut Tokenizer, Tok, &[u8]),
 ) -> Result<(), Error> {
     let mut prev = 0;
@@ -24,6 +36,9 @@ fn drive(
                 break;
             }
             on(t, tok, chunk);
+            if early && t.try_end_chunk(chunk, pos) {
+                break;
+            }
         }
     }
     loop {
@@ -237,4 +252,73 @@ fn fast_paths_agree_with_every_single_split() {
             assert_skip_agrees("split doc", doc, &[cut]);
         }
     }
+}
+
+/// Every token with where its chunk starts (and a span's bytes), then the
+/// verdict with the error's kind and offset; skipping as `mode` asks.
+fn trace(doc: &[u8], cuts: &[usize], early: bool, mode: Option<SkipMode>) -> Vec<String> {
+    let mut t = Tokenizer::default();
+    let mut log = Vec::new();
+    let mut asked = mode.is_none();
+    if let Some(SkipMode::Whole) = mode {
+        t.skip_one(0);
+        asked = true;
+    }
+    let res = drive_with(&mut t, doc, cuts, early, |t, tok, chunk| {
+        let bytes = match tok {
+            Tok::StrSpan(a, b) | Tok::NumSpan(a, b) => &chunk[a..b],
+            Tok::StrHeld => t.held(),
+            _ => &[],
+        };
+        log.push(format!(
+            "{tok:?} @{} {}",
+            t.chunk_base(),
+            String::from_utf8_lossy(bytes)
+        ));
+        if !asked && matches!(tok, Tok::BeginArray | Tok::BeginObject) {
+            asked = true;
+            match mode {
+                Some(SkipMode::RestOfTop) => t.skip_rest(1, 0),
+                Some(SkipMode::FirstInside) => t.skip_one(1),
+                _ => {}
+            }
+        }
+    });
+    log.push(match res {
+        Ok(()) => "accepted".to_string(),
+        Err(e) => format!("{:?} at {}", e.kind(), e.offset()),
+    });
+    log
+}
+
+/// Ending a used-up chunk through `try_end_chunk` instead of one more `next`
+/// changes nothing: the same tokens from chunks at the same offsets, the same
+/// verdict, the same error at the same offset, with and without skips, in
+/// 1-byte chunks and at every single split of the suite's files.
+#[test]
+fn ending_a_chunk_early_changes_nothing() {
+    let mut n = 0;
+    for (name, doc) in files("") {
+        let ones: Vec<usize> = (1..doc.len()).collect();
+        let mut splits: Vec<Vec<usize>> = vec![vec![], ones];
+        if doc.len() <= 200 {
+            splits.extend((1..doc.len()).map(|k| vec![k]));
+        }
+        for cuts in &splits {
+            for mode in [
+                None,
+                Some(SkipMode::Whole),
+                Some(SkipMode::RestOfTop),
+                Some(SkipMode::FirstInside),
+            ] {
+                assert_eq!(
+                    trace(&doc, cuts, true, mode),
+                    trace(&doc, cuts, false, mode),
+                    "{name} {mode:?} cuts {cuts:?}"
+                );
+            }
+        }
+        n += 1;
+    }
+    assert!(n > 300);
 }
