@@ -3,8 +3,9 @@
 
 Reads target/criterion/**/new/{benchmark.json,estimates.json} (written by
 `cargo bench -p resultbudget-benches --bench throughput`), the proxy bench's
-target/rb-proxy-bench.json and the run environment target/rb-bench-env.json
-(both written by benches/run.sh), and the hand-written analysis in
+target/rb-proxy-bench.json, the 4 KiB/64 KiB pairs of target/rb-chunk-ratio.json
+(`chunk-ratio --json`), the run environment target/rb-bench-env.json (all
+written by benches/run.sh), and the hand-written analysis in
 benches/performance-notes.md. Python standard library only; the SVG is drawn
 here.
 
@@ -282,7 +283,7 @@ def read_json(path):
         return None
 
 
-def markdown(res, ratios, proxy, env, mach, svg_rel, notes):
+def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None):
     L = []
     L.append("# Performance")
     L.append("")
@@ -373,6 +374,20 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes):
                 cells.append(fmt_ratio(v) + mark)
         L.append(f"| {r['key']} | " + " | ".join(cells) + " |")
     L.append("")
+    if pairs:
+        rows = pairs.get("inputs", [])
+        L.append("4 KiB against 64 KiB chunks once more, from `benches/src/bin/chunk-ratio.rs` right after "
+                 "criterion: one pass-through run in each chunk size, alternately, in one process, for "
+                 f"{pairs.get('seconds_per_input', '?')} s per input, so that the machine's drift hits both "
+                 "sizes alike. *Median* is the median of the per-pair ratios (quartiles in brackets), "
+                 "*best* the ratio of each size's best time.")
+        L.append("")
+        L.append("| input | pairs | median 4 KiB/64 KiB | best 64 KiB MB/s | best 4 KiB MB/s | best 4 KiB/64 KiB |")
+        L.append("|---|---:|---:|---:|---:|---:|")
+        for r in rows:
+            L.append(f"| {r['name']} | {r['pairs']:,} | {r['median']:.3f} ({r['q1']:.3f}–{r['q3']:.3f}) | "
+                     f"{fmt_mbps(r['best64_mbps'])} | {fmt_mbps(r['best4_mbps'])} | {r['best_ratio']:.3f} |")
+        L.append("")
     L.append("## Proxy")
     L.append("")
     if proxy:
@@ -424,6 +439,7 @@ def main():
         sys.exit(f"no criterion results under {args.target}/criterion: run the benches first")
     ratios = ratio_rows(res)
     proxy = read_json(os.path.join(args.target, "rb-proxy-bench.json"))
+    pairs = read_json(os.path.join(args.target, "rb-chunk-ratio.json"))
     env = read_json(os.path.join(args.target, "rb-bench-env.json"))
     notes = ""
     if os.path.exists(args.notes):
@@ -431,7 +447,7 @@ def main():
             notes = f.read()
     svg_chart(res, args.svg)
     svg_rel = os.path.relpath(args.svg, os.path.dirname(os.path.abspath(args.out)))
-    md = markdown(res, ratios, proxy, env, machine(), svg_rel, notes)
+    md = markdown(res, ratios, proxy, env, machine(), svg_rel, notes, pairs)
     with open(args.out, "w") as f:
         f.write(md)
     # A short summary on stdout.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the whole benchmark suite and regenerate docs/performance.md and
-# docs/performance-chart.svg. About 10–15 minutes on 2 cores.
+# docs/performance-chart.svg. About 12–17 minutes on 2 cores.
 #
 #   bash benches/run.sh
 #   BENCH_ARGS="--warm-up-time 2 --measurement-time 5" bash benches/run.sh
@@ -19,7 +19,7 @@ mkdir -p "$target"
 for g in twitter citm_catalog canada mcp_text mcp_list mcp_deep mcp_image skip_list skip_text skip_code; do
   rm -rf "$target/criterion/$g"
 done
-rm -f "$target/rb-proxy-bench.json"
+rm -f "$target/rb-proxy-bench.json" "$target/rb-chunk-ratio.json"
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain -- engine 2>/dev/null)" ]; then commit="$commit (engine/ modified)"; fi
@@ -39,6 +39,8 @@ trap 'kill "$sampler" 2>/dev/null || true; rm -f "$others_log"' EXIT
 
 # shellcheck disable=SC2086
 cargo bench -p resultbudget-benches -- $args
+# The 4 KiB/64 KiB ratio once more, in alternating pairs (see chunk-ratio.rs).
+cargo run --release -q -p resultbudget-benches --bin chunk-ratio -- 5 --json "$target/rb-chunk-ratio.json"
 
 end=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)

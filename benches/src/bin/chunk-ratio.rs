@@ -10,9 +10,10 @@
 //! disturbs it; on a small input, where a pair takes well under a
 //! millisecond, this is the steadier of the two).
 //!
-//! `cargo run --release -p resultbudget-benches --bin chunk-ratio [SECONDS] [INPUT...]`
+//! `cargo run --release -p resultbudget-benches --bin chunk-ratio -- [SECONDS] [--json FILE] [INPUT...]`
 //! (SECONDS per input, default 5; INPUT among the throughput bench's inputs,
-//! default all).
+//! default all; `--json` also writes the results to FILE, which
+//! `benches/report.py` reads: `benches/run.sh` does both).
 
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
 use resultbudget::{Budget, Limits};
@@ -59,15 +60,19 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1).peekable();
-    let secs = match args.peek().and_then(|a| a.parse::<f64>().ok()) {
-        Some(s) => {
-            args.next();
-            s
+    let mut secs = 5.0;
+    let mut json = None;
+    let mut wanted: Vec<String> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--json" {
+            json = Some(args.next().expect("--json needs a file"));
+        } else if let Ok(s) = a.parse::<f64>() {
+            secs = s;
+        } else {
+            wanted.push(a);
         }
-        None => 5.0,
-    };
-    let wanted: Vec<String> = args.collect();
+    }
     let want = |name: &str| wanted.is_empty() || wanted.iter().any(|w| w == name);
 
     let mut inputs: Vec<(&str, Vec<u8>, bool)> = Vec::new();
@@ -92,6 +97,7 @@ fn main() {
         }
     }
 
+    let mut rows = Vec::new();
     println!(
         "input         pairs  median 4k/64k  (quartiles)      best 64k MB/s  best 4k MB/s  best 4k/64k"
     );
@@ -131,5 +137,19 @@ fn main() {
             mbs(best4),
             best64 / best4
         );
+        rows.push(format!(
+            "  {{\"name\": \"{name}\", \"pairs\": {n}, \"median\": {med:.4}, \"q1\": {q1:.4}, \
+             \"q3\": {q3:.4}, \"best64_mbps\": {:.1}, \"best4_mbps\": {:.1}, \"best_ratio\": {:.4}}}",
+            mbs(best64),
+            mbs(best4),
+            best64 / best4
+        ));
+    }
+    if let Some(path) = json {
+        let text = format!(
+            "{{\"seconds_per_input\": {secs}, \"inputs\": [\n{}\n]}}\n",
+            rows.join(",\n")
+        );
+        std::fs::write(&path, text).expect("write the --json file");
     }
 }
