@@ -108,7 +108,11 @@ impl Out {
         }
         self.base += cut.saturating_sub(self.start) as u64;
         self.start = 0;
-        std::mem::swap(&mut self.buf, dst);
+        // Moved whole rather than swapped field by field: the next `lend`
+        // reads `self.buf` back within a few dozen cycles, with a 16-byte
+        // load that two 8-byte stores could not serve.
+        let ours = std::mem::take(dst);
+        *dst = std::mem::replace(&mut self.buf, ours);
     }
 
     #[inline]
