@@ -544,18 +544,12 @@ impl Projector {
             let tok = self.lex.next(input, &mut pos)?;
             match tok {
                 Tok::NeedMore => return Ok(()),
-                // A span of a value string the driver streams (a text or blob
-                // nothing can cut any more): exactly what `step` does with it,
-                // without its dispatch. The record does not change here, so
-                // `step`'s typed-result check could not change its answer.
-                Tok::StrSpan(a, b)
-                    if !self.done
-                        && self.vb_act.is_none()
-                        && self.str_child.is_some_and(|c| c.streams)
-                        && !self.lex.in_key_string() =>
-                {
-                    self.out.write(input.get(a..b).unwrap_or(&[]));
-                    self.out.commit();
+                // A span of a string at a driver level (the usual token of a
+                // feed inside a long text or blob): what `step` would do with
+                // it, without its dispatch. A span changes nothing `step`'s
+                // typed-result check reads, so that check is not owed here.
+                Tok::StrSpan(a, b) if !self.done && self.vb_act.is_none() => {
+                    self.driver_span(input, a, b);
                 }
                 _ => self.step(tok, input, pos)?,
             }
@@ -685,14 +679,7 @@ impl Projector {
         match tok {
             Tok::Skipped(n) => self.driver_skipped(n),
             Tok::StrBegin { key: true } => self.key_begin(),
-            Tok::StrSpan(a, b) => {
-                let bytes = chunk.get(a..b).unwrap_or(&[]);
-                self.out.write(bytes);
-                self.after_string_bytes();
-                if self.str_child.is_some_and(|c| c.streams) {
-                    self.out.commit();
-                }
-            }
+            Tok::StrSpan(a, b) => self.driver_span(chunk, a, b),
             Tok::StrHeld => {
                 let mut tmp = [0u8; 12];
                 let held = self.lex.held();
@@ -733,6 +720,16 @@ impl Projector {
             a = a.saturating_add(IS_ERROR_LAST_RESERVE);
         }
         a
+    }
+
+    /// A span of the string being read at a driver level, `chunk[a..b]`.
+    #[inline]
+    fn driver_span(&mut self, chunk: &[u8], a: usize, b: usize) {
+        self.out.write(chunk.get(a..b).unwrap_or(&[]));
+        self.after_string_bytes();
+        if self.str_child.is_some_and(|c| c.streams) {
+            self.out.commit();
+        }
     }
 
     fn after_string_bytes(&mut self) {
