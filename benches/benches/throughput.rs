@@ -19,17 +19,15 @@ use criterion::measurement::WallTime;
 use criterion::{
     black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
-use resultbudget::{Budget, Limits};
-use resultbudget_benches as rbb;
+use resultbudget::mcp::McpLimits;
+use resultbudget::Limits;
+use resultbudget_benches::{self as rbb, Engine};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use simd_json::prelude::Writable;
 use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings};
 use struson::writer::{JsonStreamWriter, JsonWriter};
 
-const CHUNK: usize = 64 * 1024;
-const SMALL_CHUNK: usize = 4 * 1024;
 const CEILING: u64 = 64 * 1024;
 
 /// The generic budget of the benches: the `budget` command's defaults, 64 KiB result.
@@ -47,43 +45,6 @@ enum Kind {
 }
 
 /// The engine, either way.
-enum Engine {
-    Generic(Box<Budget>),
-    Mcp(Box<Projector>),
-}
-
-impl Engine {
-    fn generic(lim: Limits) -> Engine {
-        Engine::Generic(Box::new(Budget::new(lim).expect("valid limits")))
-    }
-
-    fn mcp(lim: McpLimits) -> Engine {
-        Engine::Mcp(Box::new(Projector::new(lim).expect("valid limits")))
-    }
-
-    /// Budget `input` fed in `chunk`-byte pieces into `out` (cleared first);
-    /// returns the record's `omitted_count`.
-    fn run(&mut self, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> u64 {
-        out.clear();
-        match self {
-            Engine::Generic(b) => {
-                b.reset();
-                for c in input.chunks(chunk) {
-                    b.feed(c, out).expect("valid input");
-                }
-                b.finish(out).expect("complete input").omitted_count()
-            }
-            Engine::Mcp(p) => {
-                p.begin(Treat::ToolResult(CallInfo::default()));
-                for c in input.chunks(chunk) {
-                    p.feed(c, out).expect("valid input");
-                }
-                p.finish(out).expect("complete input").omitted_count()
-            }
-        }
-    }
-}
-
 /// What a DOM gateway cuts: element limits applied to a parsed `Value`.
 /// (No byte ceiling: enforcing one on a DOM takes further passes, so this
 /// baseline is, if anything, flattering to the DOM.)
@@ -313,7 +274,10 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
         Kind::Generic => Engine::generic(Limits::UNLIMITED),
         Kind::Mcp => Engine::mcp(McpLimits::UNLIMITED),
     };
-    for (id, chunk) in [("rb_pass_64k", CHUNK), ("rb_pass_4k", SMALL_CHUNK)] {
+    for (id, chunk) in [
+        ("rb_pass_64k", rbb::CHUNK),
+        ("rb_pass_4k", rbb::SMALL_CHUNK),
+    ] {
         assert_eq!(pass.run(input, chunk, &mut out), 0, "{}: {id}", inp.name);
         assert!(
             out == compact,
@@ -330,7 +294,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
         Kind::Generic => Engine::generic(GENERIC_BUDGET),
         Kind::Mcp => Engine::mcp(McpLimits::DEFAULT),
     };
-    let omitted = budget.run(input, CHUNK, &mut out);
+    let omitted = budget.run(input, rbb::CHUNK, &mut out);
     assert_eq!(
         omitted, inp.budget_omitted,
         "{}: rb_budget omitted_count",
@@ -347,7 +311,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
     }
     let _ = parse(&out);
     g.bench_function("rb_budget_64k", |b| {
-        b.iter(|| black_box(budget.run(black_box(input), CHUNK, &mut out)))
+        b.iter(|| black_box(budget.run(black_box(input), rbb::CHUNK, &mut out)))
     });
 
     // serde_json Value round trip, nothing cut: the same data comes back.
@@ -431,14 +395,14 @@ fn bench_skip(c: &mut Criterion, name: &str, input: &[u8], mut engine: Engine, o
     let mut out = Vec::with_capacity(input.len() + 4096);
     let mut g = group(c, name, input.len());
     assert_eq!(
-        engine.run(input, CHUNK, &mut out),
+        engine.run(input, rbb::CHUNK, &mut out),
         omitted,
         "{name}: omitted_count"
     );
     assert!(out.len() as u64 <= CEILING + 64, "{name}: output too long");
     let _ = parse(&out);
     g.bench_function("rb_skip", |b| {
-        b.iter(|| black_box(engine.run(black_box(input), CHUNK, &mut out)))
+        b.iter(|| black_box(engine.run(black_box(input), rbb::CHUNK, &mut out)))
     });
     // The same bytes validated by simd-json (no budget: the whole input).
     let mut scratch = Vec::with_capacity(input.len());
@@ -453,12 +417,7 @@ fn bench_skip(c: &mut Criterion, name: &str, input: &[u8], mut engine: Engine, o
     g.finish();
 }
 
-/// Full-size item counts (scaled down in test mode).
-const TEXT_BYTES: usize = 20 << 20;
-const LIST_ITEMS: usize = 300_000;
-const DEEP: usize = 200;
-const DEEP_TREES: usize = 1_000;
-const IMAGE_RAW: usize = 3 << 19; // 1.5 MiB raw = 2 MiB of base64
+/// Full-size item count of `skip_list` (scaled down in test mode).
 const SKIP_LIST_ITEMS: usize = 220_000; // ≈ 20 MB
 
 /// Pinned answers for the json-benchmark corpus under `GENERIC_BUDGET`
@@ -483,7 +442,7 @@ fn all(c: &mut Criterion) {
             });
         }
     }
-    let text = rbb::scaled(TEXT_BYTES, 256 << 10);
+    let text = rbb::scaled(rbb::TEXT_BYTES, 256 << 10);
     inputs.push(Input {
         name: "mcp_text",
         kind: Kind::Mcp,
@@ -492,7 +451,7 @@ fn all(c: &mut Criterion) {
         budget_omitted: 1,
         budget_len: None,
     });
-    let items = rbb::scaled(LIST_ITEMS, 1_000);
+    let items = rbb::scaled(rbb::LIST_ITEMS, 1_000);
     inputs.push(Input {
         name: "mcp_list",
         kind: Kind::Mcp,
@@ -501,11 +460,11 @@ fn all(c: &mut Criterion) {
         budget_omitted: items as u64 - 100,
         budget_len: None,
     });
-    let trees = rbb::scaled(DEEP_TREES, 150);
+    let trees = rbb::scaled(rbb::DEEP_TREES, 150);
     inputs.push(Input {
         name: "mcp_deep",
         kind: Kind::Mcp,
-        bytes: rbb::mcp_deep(DEEP, trees),
+        bytes: rbb::mcp_deep(rbb::DEEP, trees),
         // Trees past the 100th, plus each kept tree emptied at max_depth.
         budget_omitted: trees as u64,
         budget_len: None,
@@ -514,7 +473,7 @@ fn all(c: &mut Criterion) {
         name: "mcp_image",
         kind: Kind::Mcp,
         // Never below the ceiling, or the image would fit.
-        bytes: rbb::mcp_image(rbb::scaled(IMAGE_RAW, 96 << 10)),
+        bytes: rbb::mcp_image(rbb::scaled(rbb::IMAGE_RAW, 96 << 10)),
         // The image block is dropped whole.
         budget_omitted: 1,
         budget_len: None,
@@ -545,7 +504,7 @@ fn all(c: &mut Criterion) {
     };
     bench_skip(c, "skip_text", text, Engine::mcp(lim), 1);
     // The same, on text escaped the common way: one-character escapes only.
-    let code = rbb::mcp_code_text(rbb::scaled(TEXT_BYTES, 256 << 10));
+    let code = rbb::mcp_code_text(rbb::scaled(rbb::TEXT_BYTES, 256 << 10));
     bench_skip(c, "skip_code", &code, Engine::mcp(lim), 1);
 }
 

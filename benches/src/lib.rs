@@ -7,6 +7,8 @@
 //! once, in a debug build), where the generated inputs are scaled down so the
 //! assertions stay cheap.
 
+use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
+use resultbudget::{Budget, Limits};
 use std::path::PathBuf;
 
 /// Whether the bench binary was started by `cargo bench` (criterion passes
@@ -298,6 +300,59 @@ pub fn mcp_image(raw: usize) -> Vec<u8> {
     r.extend_from_slice(&blob);
     r.extend_from_slice(b"\",\"mimeType\":\"image/png\"}]}");
     response_line(4, &r)
+}
+
+/// Feed size of the benches' main runs.
+pub const CHUNK: usize = 64 * 1024;
+/// Feed size of the 4 KiB pass-through runs.
+pub const SMALL_CHUNK: usize = 4 * 1024;
+
+/// Full-size generated inputs (the benches scale them down in test mode):
+/// `mcp_text`'s text bytes, `mcp_list`'s items, `mcp_deep`'s depth and trees,
+/// `mcp_image`'s raw bytes.
+pub const TEXT_BYTES: usize = 20 << 20;
+pub const LIST_ITEMS: usize = 300_000;
+pub const DEEP: usize = 200;
+pub const DEEP_TREES: usize = 1_000;
+pub const IMAGE_RAW: usize = 3 << 19; // 1.5 MiB raw = 2 MiB of base64
+
+/// The engine under test, either way: the generic `Budget` for one JSON
+/// document, the MCP `Projector` for one tools/call response line.
+pub enum Engine {
+    Generic(Box<Budget>),
+    Mcp(Box<Projector>),
+}
+
+impl Engine {
+    pub fn generic(lim: Limits) -> Engine {
+        Engine::Generic(Box::new(Budget::new(lim).expect("valid limits")))
+    }
+
+    pub fn mcp(lim: McpLimits) -> Engine {
+        Engine::Mcp(Box::new(Projector::new(lim).expect("valid limits")))
+    }
+
+    /// Budget `input` fed in `chunk`-byte pieces into `out` (cleared first);
+    /// returns the record's `omitted_count`.
+    pub fn run(&mut self, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> u64 {
+        out.clear();
+        match self {
+            Engine::Generic(b) => {
+                b.reset();
+                for c in input.chunks(chunk) {
+                    b.feed(c, out).expect("valid input");
+                }
+                b.finish(out).expect("complete input").omitted_count()
+            }
+            Engine::Mcp(p) => {
+                p.begin(Treat::ToolResult(CallInfo::default()));
+                for c in input.chunks(chunk) {
+                    p.feed(c, out).expect("valid input");
+                }
+                p.finish(out).expect("complete input").omitted_count()
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -15,43 +15,19 @@
 //! default all; `--json` also writes the results to FILE, which
 //! `benches/report.py` reads: `benches/run.sh` does both).
 
-use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
-use resultbudget::{Budget, Limits};
-use resultbudget_benches as rbb;
+use resultbudget::mcp::McpLimits;
+use resultbudget::Limits;
+use resultbudget_benches::{self as rbb, Engine, CHUNK, SMALL_CHUNK};
 use std::time::{Duration, Instant};
 
 /// Builds one generated input.
 type Make = fn() -> Vec<u8>;
 
-enum Engine {
-    Generic(Box<Budget>),
-    Mcp(Box<Projector>),
-}
-
-impl Engine {
-    /// One pass-through run in `chunk`-byte feeds; returns the seconds taken.
-    fn time(&mut self, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> f64 {
-        out.clear();
-        let t = Instant::now();
-        match self {
-            Engine::Generic(b) => {
-                b.reset();
-                for c in input.chunks(chunk) {
-                    b.feed(c, out).expect("valid input");
-                }
-                b.finish(out).expect("complete input");
-            }
-            Engine::Mcp(p) => {
-                p.begin(Treat::ToolResult(CallInfo::default()));
-                for c in input.chunks(chunk) {
-                    p.feed(c, out).expect("valid input");
-                }
-                p.finish(out).expect("complete input");
-            }
-        }
-        std::hint::black_box(&out);
-        t.elapsed().as_secs_f64()
-    }
+/// One pass-through run of `input` in `chunk`-byte feeds; the seconds taken.
+fn time(engine: &mut Engine, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> f64 {
+    let t = Instant::now();
+    std::hint::black_box(engine.run(input, chunk, out));
+    t.elapsed().as_secs_f64()
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -84,12 +60,12 @@ fn main() {
             }
         }
     }
-    // The throughput bench's generated inputs, at the same sizes.
+    // The throughput bench's generated inputs, at its full sizes.
     let generated: [(&str, Make); 4] = [
-        ("mcp_text", || rbb::mcp_text(20 << 20)),
-        ("mcp_list", || rbb::mcp_list(300_000)),
-        ("mcp_deep", || rbb::mcp_deep(200, 1_000)),
-        ("mcp_image", || rbb::mcp_image(3 << 19)),
+        ("mcp_text", || rbb::mcp_text(rbb::TEXT_BYTES)),
+        ("mcp_list", || rbb::mcp_list(rbb::LIST_ITEMS)),
+        ("mcp_deep", || rbb::mcp_deep(rbb::DEEP, rbb::DEEP_TREES)),
+        ("mcp_image", || rbb::mcp_image(rbb::IMAGE_RAW)),
     ];
     for (name, make) in generated {
         if want(name) {
@@ -103,23 +79,19 @@ fn main() {
     );
     for (name, input, mcp) in &inputs {
         let mut engine = if *mcp {
-            Engine::Mcp(Box::new(
-                Projector::new(McpLimits::UNLIMITED).expect("valid limits"),
-            ))
+            Engine::mcp(McpLimits::UNLIMITED)
         } else {
-            Engine::Generic(Box::new(
-                Budget::new(Limits::UNLIMITED).expect("valid limits"),
-            ))
+            Engine::generic(Limits::UNLIMITED)
         };
         let mut out = Vec::with_capacity(input.len() + 4096);
         // Warm up: caches, the output buffer, page faults.
-        engine.time(input, 65536, &mut out);
-        engine.time(input, 4096, &mut out);
+        time(&mut engine, input, CHUNK, &mut out);
+        time(&mut engine, input, SMALL_CHUNK, &mut out);
         let (mut ratios, mut best64, mut best4) = (Vec::new(), f64::MAX, f64::MAX);
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs_f64(secs) || ratios.len() < 10 {
-            let t64 = engine.time(input, 65536, &mut out);
-            let t4 = engine.time(input, 4096, &mut out);
+            let t64 = time(&mut engine, input, CHUNK, &mut out);
+            let t4 = time(&mut engine, input, SMALL_CHUNK, &mut out);
             ratios.push(t64 / t4);
             best64 = best64.min(t64);
             best4 = best4.min(t4);
