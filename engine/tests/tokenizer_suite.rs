@@ -105,28 +105,34 @@ enum SkipMode {
     FirstInside,
 }
 
+/// Asks `t` for the skip `mode` names, at its moment: `Whole` before the first
+/// token (call with `tok` = `None`), the others when the top-level container
+/// opens. `asked` keeps it to once.
+fn ask_skip(t: &mut Tokenizer, tok: Option<Tok>, mode: SkipMode, asked: &mut bool) {
+    if *asked {
+        return;
+    }
+    match (mode, tok) {
+        (SkipMode::Whole, None) => t.skip_one(0),
+        (SkipMode::RestOfTop, Some(Tok::BeginArray | Tok::BeginObject)) => t.skip_rest(1, 0),
+        (SkipMode::FirstInside, Some(Tok::BeginArray | Tok::BeginObject)) => t.skip_one(1),
+        _ => return,
+    }
+    *asked = true;
+}
+
 /// The tokenizer's verdict (and, when accepted, the tokens' shape) with a skip.
 fn run_skip(doc: &[u8], cuts: &[usize], mode: SkipMode) -> Result<Vec<u8>, Error> {
     let mut t = Tokenizer::default();
     let mut out = Vec::new();
     let mut asked = false;
-    if let SkipMode::Whole = mode {
-        t.skip_one(0);
-        asked = true;
-    }
+    ask_skip(&mut t, None, mode, &mut asked);
     drive(&mut t, doc, cuts, |t, tok, chunk| {
         match tok {
             Tok::Skipped(n) => out.extend_from_slice(format!("<skipped {n}>").as_bytes()),
             _ => emit(t, tok, chunk, &mut out, &mut false),
         }
-        if !asked && matches!(tok, Tok::BeginArray | Tok::BeginObject) {
-            asked = true;
-            match mode {
-                SkipMode::RestOfTop => t.skip_rest(1, 0),
-                SkipMode::FirstInside => t.skip_one(1),
-                SkipMode::Whole => {}
-            }
-        }
+        ask_skip(t, Some(tok), mode, &mut asked);
     })?;
     Ok(out)
 }
@@ -259,10 +265,9 @@ fn fast_paths_agree_with_every_single_split() {
 fn trace(doc: &[u8], cuts: &[usize], early: bool, mode: Option<SkipMode>) -> Vec<String> {
     let mut t = Tokenizer::default();
     let mut log = Vec::new();
-    let mut asked = mode.is_none();
-    if let Some(SkipMode::Whole) = mode {
-        t.skip_one(0);
-        asked = true;
+    let mut asked = false;
+    if let Some(mode) = mode {
+        ask_skip(&mut t, None, mode, &mut asked);
     }
     let res = drive_with(&mut t, doc, cuts, early, |t, tok, chunk| {
         let bytes = match tok {
@@ -275,13 +280,8 @@ fn trace(doc: &[u8], cuts: &[usize], early: bool, mode: Option<SkipMode>) -> Vec
             t.chunk_base(),
             String::from_utf8_lossy(bytes)
         ));
-        if !asked && matches!(tok, Tok::BeginArray | Tok::BeginObject) {
-            asked = true;
-            match mode {
-                Some(SkipMode::RestOfTop) => t.skip_rest(1, 0),
-                Some(SkipMode::FirstInside) => t.skip_one(1),
-                _ => {}
-            }
+        if let Some(mode) = mode {
+            ask_skip(t, Some(tok), mode, &mut asked);
         }
     });
     log.push(match res {
