@@ -234,16 +234,43 @@ fn utf8_lead(b: u8) -> Option<(u8, u8, u8)> {
 /// Four hex digits at `s[i..i + 4]`.
 #[inline]
 fn hex4(s: &[u8], i: usize) -> Option<u32> {
-    let h = s.get(i..i + 4)?;
-    let mut v = 0u32;
-    let mut bad = 0u8;
-    for &b in h {
-        let d = HEX[b as usize];
-        bad |= d;
-        v = v << 4 | d as u32;
+    let w: [u8; 4] = s.get(i..i + 4)?.try_into().ok()?;
+    hex4_word(u32::from_le_bytes(w))
+}
+
+/// The value of four hex digits packed little-endian in `w` (the first digit
+/// in the low byte), checked and combined in the register: no table loads,
+/// which sat on the critical path of every `\u` escape. [`hex4_table`] is
+/// the obvious twin it is tested against.
+#[inline(always)]
+fn hex4_word(w: u32) -> Option<u32> {
+    const ONES: u32 = 0x0101_0101;
+    const HIGH: u32 = 0x8080_8080;
+    // For ASCII bytes each byte's sum below stays under 0x100, so no carry
+    // crosses into the next byte: bit 7 of a byte says `byte >= lo`. A
+    // non-ASCII byte may carry, but then the answer is `None` anyway.
+    let at_least = |v: u32, lo: u32| v.wrapping_add(ONES * (0x80 - lo)) & HIGH;
+    let digit = at_least(w, 0x30) & !at_least(w, 0x3A);
+    // `| 0x20` folds `A`–`F` onto `a`–`f` and maps nothing else there.
+    let folded = w | 0x2020_2020;
+    let letter = at_least(folded, 0x61) & !at_least(folded, 0x67);
+    if w & HIGH != 0 || digit | letter != HIGH {
+        return None;
     }
-    // A valid digit is below 16; 0xFF marks the others.
-    (bad & 0xF0 == 0).then_some(v)
+    // A letter has bit 6 set, a digit not: `A`/`a` is 1 + 9.
+    let nib = (w & 0x0F0F_0F0F) + 9 * ((w >> 6) & ONES);
+    let pairs = ((nib << 4) | (nib >> 8)) & 0x00FF_00FF;
+    Some((pairs & 0xFF) << 8 | pairs >> 16)
+}
+
+/// [`hex4_word`]'s obvious twin: four table lookups.
+#[cfg(test)]
+fn hex4_table(s: &[u8]) -> Option<u32> {
+    let mut v = 0u32;
+    for &b in s.get(..4)? {
+        v = v << 4 | hex_val(b)?;
+    }
+    Some(v)
 }
 
 /// A complete, valid escape starting at `s[i] == b'\\'`: (encoded length,
@@ -251,8 +278,9 @@ fn hex4(s: &[u8], i: usize) -> Option<u32> {
 /// or invalid (the byte-wise machine then handles it).
 #[inline(always)]
 fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
-    let d = ESCAPE[*s.get(i + 1)? as usize];
-    if d != 0xFF {
+    let e = *s.get(i + 1)?;
+    if e != b'u' {
+        let d = ESCAPE[e as usize];
         return (d != 0).then_some((2, 1, d as u32));
     }
     let cp = hex4(s, i + 2)?;
@@ -349,13 +377,15 @@ impl scan::BlockJob for StrJob<'_> {
 fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> FastStr {
     let n = chunk.len();
     let mut i = start;
-    // Continuation bytes, and whether any byte is non-ASCII, in [start, stop):
-    // counted once per block (escapes are ASCII, so they never add to either).
+    // The bytes in [start, stop) that begin no character: continuation bytes
+    // (counted once per block) and each escape's bytes after its first. One
+    // sum, not two: fewer values live across the block walk, whose loop
+    // otherwise spills. Whether any byte is non-ASCII (escapes are ASCII, so
+    // they never add to either).
     let mut cont = 0u64;
     let mut high = false;
-    // Over all escapes: encoded minus decoded bytes, and encoded bytes minus one.
+    // Over all escapes: encoded minus decoded bytes.
     let mut esc_dec = 0u64;
-    let mut esc_chars = 0u64;
     let mut quote = false;
     // Whether a byte before the stop is flagged by the UTF-8 check; the last
     // block's flags wait until the stop is final.
@@ -396,7 +426,7 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
         };
         let run = bulk(&mut sp);
         esc_dec += run;
-        esc_chars += run;
+        cont += run;
         loop {
             if sp == 0 {
                 cont += m.cont.count_ones() as u64;
@@ -417,13 +447,13 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
             if b == Some(b'\\') {
                 if let Some((enc, dec, _)) = inline_escape(chunk, p) {
                     esc_dec += enc as u64 - dec;
-                    esc_chars += enc as u64 - 1;
+                    cont += enc as u64 - 1;
                     let q = k as usize + enc;
                     if q < 64 {
                         sp &= !below(q as u32);
                         let run = bulk(&mut sp);
                         esc_dec += run;
-                        esc_chars += run;
+                        cont += run;
                         continue;
                     }
                     cont += (m.cont & below(k)).count_ones() as u64;
@@ -481,7 +511,7 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
         end: stop,
         quote: quote && stop < n,
         dec: len - esc_dec,
-        chars: len - cont - esc_chars,
+        chars: len - cont,
     }
 }
 
@@ -1909,7 +1939,8 @@ impl Tokenizer {
 #[cfg(test)]
 mod tests {
     use super::{
-        digits_end, fast_string, fast_string_at, inline_escape, number_end, number_end_bytes,
+        digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
+        number_end_bytes,
     };
     use crate::scan::Level;
 
@@ -2018,6 +2049,36 @@ mod tests {
                 assert_eq!((f.end, f.quote, f.dec, f.chars), want);
             }
         }
+    }
+
+    /// `hex4_word` against four table lookups: every value of every pair of
+    /// the four places (the only place bytes interact is a carry into the
+    /// next byte), the other two held at digits of every kind and at bytes
+    /// next to the digit ranges.
+    #[test]
+    fn hex4_word_matches_the_table() {
+        let fill = b"0fA:g\x80";
+        for (x, y) in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)] {
+            let others: Vec<usize> = (0..4).filter(|&p| p != x && p != y).collect();
+            for &f0 in fill {
+                for &f1 in fill {
+                    for pair in 0..=u16::MAX {
+                        let mut b = [0u8; 4];
+                        b[x] = pair as u8;
+                        b[y] = (pair >> 8) as u8;
+                        if let [o0, o1] = others[..] {
+                            b[o0] = f0;
+                            b[o1] = f1;
+                        }
+                        let want = hex4_table(&b);
+                        assert_eq!(hex4_word(u32::from_le_bytes(b)), want, "{b:02X?}");
+                    }
+                }
+            }
+        }
+        assert_eq!(hex4_word(u32::from_le_bytes(*b"D83d")), Some(0xD83D));
+        assert_eq!(hex4_word(u32::from_le_bytes(*b"00e9")), Some(0xE9));
+        assert_eq!(hex4_word(u32::from_le_bytes(*b"00g9")), None);
     }
 
     fn naive(s: &[u8], mut j: usize) -> usize {
