@@ -698,7 +698,10 @@ fn find_block_with<B: Blocks, const EAGER: bool>(
     let mut bad_before = false;
     // Whether a byte among the three before the block is non-ASCII: an ASCII
     // block can still be flagged, where a sequence before it ends too soon.
-    let mut high_behind = before3(s, from, i).iter().any(|&b| b >= 0x80);
+    // At the span's start `before3` reads spaces, so the answer is no: said
+    // first, that spares a string's first walk (most strings need only one)
+    // three bounds checks and the loads behind them.
+    let mut high_behind = i > from && before3(s, from, i).iter().any(|&b| b >= 0x80);
     while let Some(w) = s.get(i..i + 64).and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
         let mut m = blocks.masks(w);
         // Without the barrier LLVM tests the two halves' OR and, on the found
