@@ -380,9 +380,9 @@ fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Fas
     // The bytes in [start, stop) that begin no character: continuation bytes
     // (counted once per block) and each escape's bytes after its first. One
     // sum, not two: fewer values live across the block walk, whose loop
-    // otherwise spills. Whether any byte is non-ASCII (escapes are ASCII, so
-    // they never add to either).
+    // otherwise spills.
     let mut cont = 0u64;
+    // Whether any byte in [start, stop) is non-ASCII (no escape byte is).
     let mut high = false;
     // Over all escapes: encoded minus decoded bytes.
     let mut esc_dec = 0u64;
