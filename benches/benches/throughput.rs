@@ -44,7 +44,6 @@ enum Kind {
     Mcp,
 }
 
-/// The engine, either way.
 /// What a DOM gateway cuts: element limits applied to a parsed `Value`.
 /// (No byte ceiling: enforcing one on a DOM takes further passes, so this
 /// baseline is, if anything, flattering to the DOM.)
