@@ -1,16 +1,18 @@
 //! Block-wise scanning of string bodies: find the next byte that ends a plain
 //! run — `"`, `\` or a control character (U+0000..U+001F) — and say whether the
 //! run holds non-ASCII bytes. AVX2 (32 bytes a step) and SSE2 (16) on x86_64,
-//! chosen at run time; a portable SWAR twin (8 bytes a step) everywhere else.
-//! Every implementation is tested against the one-line naive oracle.
+//! chosen at run time; NEON (16) on aarch64, where the target has it (it is
+//! part of the aarch64 baseline, as SSE2 is of x86_64); a portable SWAR twin
+//! (8 bytes a step) everywhere else. Every implementation is tested against
+//! the one-line naive oracle (NEON under `qemu-aarch64`, by `.ci/test`).
 //!
 //! The 64-byte block masks that string scanning uses, the UTF-8 flags of a
 //! block, and its escape masks (backslashes and the bytes of one-character
 //! escapes, from which [`simple_escapes`] finds whole escapes) come through a
 //! [`Blocks`] level: code generic over it runs via
 //! [`with_blocks`], which calls it inside an AVX2-compiled function when the
-//! CPU has AVX2 (so the masks inline into the caller's loop) and with the
-//! naive masks and flags otherwise.
+//! CPU has AVX2 (so the masks inline into the caller's loop), with the NEON
+//! masks on aarch64, and with the naive masks and flags otherwise.
 //!
 //! `unsafe` lives only here, each block with a `// SAFETY:` line.
 #![allow(unsafe_code)]
@@ -591,6 +593,290 @@ mod x86 {
     }
 }
 
+/// NEON, part of every `aarch64` target that enables it (Linux, macOS,
+/// Windows on ARM). It is a compile-time feature there, like SSE2 on
+/// x86_64, so this module is compiled only where the target has it and no
+/// run-time check is needed. Rust still asks for `#[target_feature]` on
+/// functions that use the intrinsics, and so for an `unsafe` block where code
+/// without the attribute calls them; the module's `cfg` is what makes each of
+/// those calls sound.
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+mod arm {
+    use super::{
+        scan_naive, BlockJob, Blocks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH, PREV_LOW,
+    };
+    use std::arch::aarch64::*;
+
+    /// The 16 bytes of `w`.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn load16(w: &[u8; 16]) -> uint8x16_t {
+        // SAFETY: `w` is 16 readable bytes; `vld1q_u8` has no alignment need.
+        unsafe { vld1q_u8(w.as_ptr()) }
+    }
+
+    /// The 64 bytes of `b`, as four vectors.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn load64(b: &[u8; 64]) -> [uint8x16_t; 4] {
+        let p = b.as_ptr();
+        // SAFETY: `b` is 64 readable bytes, so each of the four 16-byte loads
+        // (at 0, 16, 32, 48) is inside it; `vld1q_u8` has no alignment need.
+        unsafe {
+            [
+                vld1q_u8(p),
+                vld1q_u8(p.add(16)),
+                vld1q_u8(p.add(32)),
+                vld1q_u8(p.add(48)),
+            ]
+        }
+    }
+
+    /// Bit `k` of each byte's place: 1, 2, 4 … 128, twice.
+    const WEIGHTS: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+
+    /// NEON has no `movemask`: each byte (0 or 0xFF) keeps its place's bit,
+    /// and pairwise adds sum every eight neighbours into one byte.
+    /// Bit `k` of the result is set when byte `k` of `v` (16 bytes each) is.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn bits64(v: [uint8x16_t; 4]) -> u64 {
+        let w = load16(&WEIGHTS);
+        let [a, b, c, d] = v;
+        let ab = vpaddq_u8(vandq_u8(a, w), vandq_u8(b, w));
+        let cd = vpaddq_u8(vandq_u8(c, w), vandq_u8(d, w));
+        let abcd = vpaddq_u8(ab, cd);
+        let all = vpaddq_u8(abcd, abcd);
+        vgetq_lane_u64::<0>(vreinterpretq_u64_u8(all))
+    }
+
+    /// [`bits64`] for two vectors: bit `k` for byte `k` of 32.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn bits32(a: uint8x16_t, b: uint8x16_t) -> u32 {
+        let w = load16(&WEIGHTS);
+        let ab = vpaddq_u8(vandq_u8(a, w), vandq_u8(b, w));
+        let quads = vpaddq_u8(ab, ab);
+        let all = vpaddq_u8(quads, quads);
+        vgetq_lane_u32::<0>(vreinterpretq_u32_u8(all))
+    }
+
+    /// Four bits per byte of one vector (bits `4k..4k+4` set when byte `k`
+    /// is): the narrowing shift that stands in for a 16-byte `movemask`
+    /// where only the first set byte matters.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn nibbles(v: uint8x16_t) -> u64 {
+        let n = vshrn_n_u16::<4>(vreinterpretq_u16_u8(v));
+        vget_lane_u64::<0>(vreinterpret_u64_u8(n))
+    }
+
+    /// `"`, `\` or a control byte.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn special(v: uint8x16_t) -> uint8x16_t {
+        let q = vceqq_u8(v, vdupq_n_u8(b'"'));
+        let b = vceqq_u8(v, vdupq_n_u8(b'\\'));
+        let c = vcltq_u8(v, vdupq_n_u8(0x20));
+        vorrq_u8(vorrq_u8(q, b), c)
+    }
+
+    /// UTF-8 continuation bytes: 0x80..=0xBF are, as signed bytes, exactly
+    /// those below -64 (0xC0).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn cont(v: uint8x16_t) -> uint8x16_t {
+        vcltq_s8(vreinterpretq_s8_u8(v), vdupq_n_s8(-64))
+    }
+
+    /// Bytes ≥ 0x80.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn high(v: uint8x16_t) -> uint8x16_t {
+        vcgeq_u8(v, vdupq_n_u8(0x80))
+    }
+
+    /// [`super::scan`] sixteen bytes a step.
+    #[target_feature(enable = "neon")]
+    pub fn scan_neon(s: &[u8]) -> Run {
+        let mut i = 0;
+        let mut non_ascii = false;
+        while let Some(w) = s.get(i..i + 16).and_then(|w| <&[u8; 16]>::try_from(w).ok()) {
+            let v = load16(w);
+            let hit = nibbles(special(v));
+            let hi = nibbles(high(v));
+            if hit != 0 {
+                let k = hit.trailing_zeros() / 4;
+                return Run {
+                    end: i + k as usize,
+                    non_ascii: non_ascii || hi & super::below(4 * k) != 0,
+                };
+            }
+            non_ascii |= hi != 0;
+            i += 16;
+        }
+        let tail = scan_naive(s.get(i..).unwrap_or(&[]));
+        Run {
+            end: i + tail.end,
+            non_ascii: non_ascii || tail.non_ascii,
+        }
+    }
+
+    /// [`super::skip_ws`] sixteen bytes a step.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    pub fn skip_ws_neon(s: &[u8], mut i: usize) -> usize {
+        while let Some(w) = s.get(i..i + 16).and_then(|w| <&[u8; 16]>::try_from(w).ok()) {
+            let v = load16(w);
+            let sp = vceqq_u8(v, vdupq_n_u8(b' '));
+            let nl = vceqq_u8(v, vdupq_n_u8(b'\n'));
+            let cr = vceqq_u8(v, vdupq_n_u8(b'\r'));
+            let tb = vceqq_u8(v, vdupq_n_u8(b'\t'));
+            let not_ws = nibbles(vmvnq_u8(vorrq_u8(vorrq_u8(sp, nl), vorrq_u8(cr, tb))));
+            if not_ws != 0 {
+                return i + (not_ws.trailing_zeros() / 4) as usize;
+            }
+            i += 16;
+        }
+        super::skip_ws_portable(s, i)
+    }
+
+    /// [`super::digits32`]: two compares and one 32-bit mask.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    pub fn digits32_neon(s: &[u8], i: usize) -> Option<u32> {
+        let w = s.get(i..i.checked_add(32)?)?;
+        let (a, b) = w.split_at(16);
+        let a = load16(a.try_into().ok()?);
+        let b = load16(b.try_into().ok()?);
+        // A byte is a digit when `b - '0'`, unsigned, is at most 9.
+        let (zero, nine) = (vdupq_n_u8(b'0'), vdupq_n_u8(9));
+        let da = vcleq_u8(vsubq_u8(a, zero), nine);
+        let db = vcleq_u8(vsubq_u8(b, zero), nine);
+        Some(bits32(da, db))
+    }
+
+    /// [`super::short_string`]: the first byte that is special or non-ASCII,
+    /// if it is a quote.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    pub fn short_string_neon(s: &[u8], i: usize) -> Option<usize> {
+        let w = s.get(i..i + 16)?;
+        let v = load16(w.try_into().ok()?);
+        let stop = nibbles(vorrq_u8(special(v), high(v)));
+        let k = (stop.trailing_zeros() / 4) as usize;
+        (w.get(k) == Some(&b'"')).then_some(i + k)
+    }
+
+    /// A 16-entry table.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn table(t: &[u8; 16]) -> uint8x16_t {
+        load16(t)
+    }
+
+    /// The UTF-8 flags of the 16 bytes `cur`, whose 16 predecessors are `prev`.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn utf8_16(cur: uint8x16_t, prev: uint8x16_t) -> uint8x16_t {
+        let prev1 = vextq_u8::<15>(prev, cur);
+        let prev2 = vextq_u8::<14>(prev, cur);
+        let prev3 = vextq_u8::<13>(prev, cur);
+        let nib = vdupq_n_u8(0x0F);
+        let pair = vandq_u8(
+            vandq_u8(
+                vqtbl1q_u8(table(&PREV_HIGH), vshrq_n_u8::<4>(prev1)),
+                vqtbl1q_u8(table(&PREV_LOW), vandq_u8(prev1, nib)),
+            ),
+            vqtbl1q_u8(table(&CUR_HIGH), vshrq_n_u8::<4>(cur)),
+        );
+        // Only bytes from E0 (two back) or F0 (three back) reach 0x80 here.
+        let third = vqsubq_u8(prev2, vdupq_n_u8(0x60));
+        let fourth = vqsubq_u8(prev3, vdupq_n_u8(0x70));
+        let must = vandq_u8(vorrq_u8(third, fourth), vdupq_n_u8(0x80));
+        let bad = veorq_u8(pair, must);
+        vtstq_u8(bad, bad)
+    }
+
+    /// Backslashes and bytes in `"\/bfnrt`, of 16 bytes.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn escape_16(v: uint8x16_t) -> (uint8x16_t, uint8x16_t) {
+        let both_hi = vqtbl1q_u8(table(&ESC_HIGH), vshrq_n_u8::<4>(v));
+        let both_lo = vqtbl1q_u8(table(&ESC_LOW), vandq_u8(v, vdupq_n_u8(0x0F)));
+        (vceqq_u8(v, vdupq_n_u8(b'\\')), vtstq_u8(both_hi, both_lo))
+    }
+
+    /// [`Blocks::masks`].
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn masks_neon(b: &[u8; 64]) -> Masks {
+        let [v0, v1, v2, v3] = load64(b);
+        Masks {
+            special: bits64([special(v0), special(v1), special(v2), special(v3)]),
+            cont: bits64([cont(v0), cont(v1), cont(v2), cont(v3)]),
+            high: bits64([high(v0), high(v1), high(v2), high(v3)]),
+        }
+    }
+
+    /// [`Blocks::utf8_flags`].
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn utf8_neon(before: [u8; 3], b: &[u8; 64]) -> u64 {
+        let [v0, v1, v2, v3] = load64(b);
+        let [p3, p2, p1] = before;
+        let prev = load16(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, p3, p2, p1]);
+        bits64([
+            utf8_16(v0, prev),
+            utf8_16(v1, v0),
+            utf8_16(v2, v1),
+            utf8_16(v3, v2),
+        ])
+    }
+
+    /// [`Blocks::escape_masks`].
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn escapes_neon(b: &[u8; 64]) -> (u64, u64) {
+        let [v0, v1, v2, v3] = load64(b);
+        let (b0, s0) = escape_16(v0);
+        let (b1, s1) = escape_16(v1);
+        let (b2, s2) = escape_16(v2);
+        let (b3, s3) = escape_16(v3);
+        (bits64([b0, b1, b2, b3]), bits64([s0, s1, s2, s3]))
+    }
+
+    /// The NEON block level; made only by [`run_neon`].
+    #[derive(Debug, Clone, Copy)]
+    pub struct NeonBlocks(());
+
+    impl Blocks for NeonBlocks {
+        #[inline(always)]
+        fn masks(self, b: &[u8; 64]) -> Masks {
+            // SAFETY: this module is compiled only where the target enables NEON.
+            unsafe { masks_neon(b) }
+        }
+
+        #[inline(always)]
+        fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
+            // SAFETY: as above.
+            unsafe { utf8_neon(before, b) }
+        }
+
+        #[inline(always)]
+        fn escape_masks(self, b: &[u8; 64]) -> (u64, u64) {
+            // SAFETY: as above.
+            unsafe { escapes_neon(b) }
+        }
+    }
+
+    /// Run `job` at the NEON level, compiled with NEON so its block scans inline.
+    #[target_feature(enable = "neon")]
+    pub fn run_neon<J: BlockJob>(job: J) -> J::Out {
+        job.run(NeonBlocks(()))
+    }
+}
+
 /// Bit masks of one 64-byte block of a string body; bit `k` describes byte `k`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Masks {
@@ -846,6 +1132,9 @@ pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
             // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 and POPCNT.
             unsafe { x86::run_avx2(job) }
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        Level::Neon => unsafe { arm::run_neon(job) },
         _ => job.run(PortableBlocks),
     }
 }
@@ -870,7 +1159,15 @@ pub fn short_string(s: &[u8], i: usize) -> Option<usize> {
     {
         x86::short_string_sse2(s, i)
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    {
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        unsafe { arm::short_string_neon(s, i) }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "aarch64", target_feature = "neon")
+    )))]
     {
         short_string_portable(s, i)
     }
@@ -892,7 +1189,15 @@ pub fn digits32(s: &[u8], i: usize) -> Option<u32> {
     {
         x86::digits32_sse2(s, i)
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    {
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        unsafe { arm::digits32_neon(s, i) }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "aarch64", target_feature = "neon")
+    )))]
     {
         digits32_portable(s, i)
     }
@@ -924,7 +1229,15 @@ pub fn skip_ws(s: &[u8], i: usize) -> usize {
     {
         x86::skip_ws_sse2(s, i)
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    {
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        unsafe { arm::skip_ws_neon(s, i) }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "aarch64", target_feature = "neon")
+    )))]
     {
         skip_ws_portable(s, i)
     }
@@ -971,6 +1284,8 @@ pub enum Level {
     Portable,
     Sse2,
     Avx2,
+    /// aarch64 with NEON (compiled in where the target has it).
+    Neon,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -996,7 +1311,30 @@ fn detect() -> Level {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+#[inline]
+fn detect() -> Level {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static LEVEL: AtomicU8 = AtomicU8::new(0);
+    match LEVEL.load(Ordering::Relaxed) {
+        1 => Level::Portable,
+        2 => Level::Neon,
+        _ => {
+            let l = if std::env::var_os("RESULTBUDGET_NO_NEON").is_none() {
+                Level::Neon
+            } else {
+                Level::Portable
+            };
+            LEVEL.store(if l == Level::Neon { 2 } else { 1 }, Ordering::Relaxed);
+            l
+        }
+    }
+}
+
+#[cfg(not(any(
+    target_arch = "x86_64",
+    all(target_arch = "aarch64", target_feature = "neon")
+)))]
 fn detect() -> Level {
     Level::Portable
 }
@@ -1035,6 +1373,9 @@ pub fn scan_at(level: Level, s: &[u8]) -> Run {
             // SAFETY: SSE2 is part of every x86_64 CPU.
             unsafe { x86::scan_sse2(s) }
         }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        Level::Neon => unsafe { arm::scan_neon(s) },
         _ => scan_swar(s),
     }
 }
@@ -1055,10 +1396,19 @@ mod tests {
     fn check(s: &[u8]) {
         let want = scan_naive(s);
         assert_eq!(scan_swar(s), want, "swar {s:?}");
-        for l in [Level::Portable, Level::Sse2, Level::Avx2] {
+        for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
             assert_eq!(scan_at(l, s), want, "{l:?} {s:?}");
         }
         assert_eq!(scan(s), want);
+    }
+
+    /// On aarch64 the twin tests compare NEON with the portable code only if
+    /// NEON is the level in use (it is, unless `RESULTBUDGET_NO_NEON` is set).
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    #[test]
+    fn neon_is_the_level_on_aarch64() {
+        assert!(std::env::var_os("RESULTBUDGET_NO_NEON").is_none());
+        assert_eq!(level(), Level::Neon);
     }
 
     #[test]
@@ -1134,7 +1484,7 @@ mod tests {
             for from in [0, i.saturating_sub(2), i] {
                 let want = find_block_naive(s, from, i);
                 for eager in [false, true] {
-                    for l in [Level::Portable, Level::Sse2, Level::Avx2] {
+                    for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
                         assert_eq!(
                             find_block_at(l, s, from, i, eager),
                             want,
@@ -1305,7 +1655,7 @@ mod tests {
 
     fn check_utf8(s: &[u8]) {
         let want = std::str::from_utf8(s).is_ok();
-        for l in [Level::Portable, Level::Avx2] {
+        for l in [Level::Portable, Level::Avx2, Level::Neon] {
             assert_eq!(valid_by_flags(l, s), want, "{l:?} {s:02X?}");
         }
     }
@@ -1405,7 +1755,7 @@ mod tests {
                 }
             }
             let want = utf8_flags_naive(before, &b);
-            for l in [Level::Portable, Level::Avx2] {
+            for l in [Level::Portable, Level::Avx2, Level::Neon] {
                 assert_eq!(
                     with_blocks_at(l, Job(before, &b)),
                     want,
@@ -1489,7 +1839,7 @@ mod tests {
             let block = s.get(at..).unwrap_or(&[]);
             // Bytes past the end of `s` read as spaces.
             let want = escapes_walk(block).1;
-            for l in [Level::Portable, Level::Avx2] {
+            for l in [Level::Portable, Level::Avx2, Level::Neon] {
                 assert_eq!(
                     with_blocks_at(l, Job(&s, at)),
                     want,
@@ -1521,7 +1871,7 @@ mod tests {
                 };
             }
             let want = escape_masks_naive(&b);
-            for l in [Level::Portable, Level::Avx2] {
+            for l in [Level::Portable, Level::Avx2, Level::Neon] {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }

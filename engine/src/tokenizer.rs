@@ -2034,7 +2034,7 @@ mod tests {
             for end in start..=s.len() {
                 let c = &s[..end];
                 let want = naive_string(c, start);
-                for level in [Level::Portable, Level::Avx2] {
+                for level in [Level::Portable, Level::Avx2, Level::Neon] {
                     let f = fast_string_at(level, c, start);
                     // A UTF-8 sequence the chunk end splits is left to the
                     // byte-wise machine, as the unit walk does.
