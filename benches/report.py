@@ -126,9 +126,11 @@ def machine():
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("flags"):
+                # x86 lists "flags"; aarch64 lists "Features" (NEON is "asimd").
+                if line.startswith("flags") or line.startswith("Features"):
                     fl = line.split(":", 1)[1].split()
-                    flags = ", ".join(x for x in ("sse2", "sse4_2", "avx2", "avx512f") if x in fl)
+                    names = ("sse2", "sse4_2", "avx2", "avx512f", "asimd")
+                    flags = ", ".join(x for x in names if x in fl)
                     break
     except OSError:
         pass
@@ -295,7 +297,8 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None):
     L.append(f"- CPU: {mach['model']} — {mach['cpus']} logical CPUs ({mach['cores']} cores per socket); "
              f"SIMD: {mach['flags']}; memory {mach['mem']}; Linux {mach['kernel']}")
     L.append(f"- Compiler: {mach['rustc']}; profile `bench` (opt-level 3, debug=1, no LTO, "
-             "no `target-cpu=native`: the engine picks AVX2/SSE2 at run time)")
+             "no `target-cpu=native`: the engine picks AVX2/SSE2 at run time on x86_64, "
+             "NEON on aarch64)")
     if env:
         L.append(f"- Engine: commit `{env.get('commit', '?')}`")
         L.append(f"- Command: `{env.get('command', '')}`")
