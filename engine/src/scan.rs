@@ -768,13 +768,6 @@ mod arm {
         (w.get(k) == Some(&b'"')).then_some(i + k)
     }
 
-    /// A 16-entry table.
-    #[target_feature(enable = "neon")]
-    #[inline]
-    fn table(t: &[u8; 16]) -> uint8x16_t {
-        load16(t)
-    }
-
     /// The UTF-8 flags of the 16 bytes `cur`, whose 16 predecessors are `prev`.
     #[target_feature(enable = "neon")]
     #[inline]
@@ -785,10 +778,10 @@ mod arm {
         let nib = vdupq_n_u8(0x0F);
         let pair = vandq_u8(
             vandq_u8(
-                vqtbl1q_u8(table(&PREV_HIGH), vshrq_n_u8::<4>(prev1)),
-                vqtbl1q_u8(table(&PREV_LOW), vandq_u8(prev1, nib)),
+                vqtbl1q_u8(load16(&PREV_HIGH), vshrq_n_u8::<4>(prev1)),
+                vqtbl1q_u8(load16(&PREV_LOW), vandq_u8(prev1, nib)),
             ),
-            vqtbl1q_u8(table(&CUR_HIGH), vshrq_n_u8::<4>(cur)),
+            vqtbl1q_u8(load16(&CUR_HIGH), vshrq_n_u8::<4>(cur)),
         );
         // Only bytes from E0 (two back) or F0 (three back) reach 0x80 here.
         let third = vqsubq_u8(prev2, vdupq_n_u8(0x60));
@@ -802,8 +795,8 @@ mod arm {
     #[target_feature(enable = "neon")]
     #[inline]
     fn escape_16(v: uint8x16_t) -> (uint8x16_t, uint8x16_t) {
-        let both_hi = vqtbl1q_u8(table(&ESC_HIGH), vshrq_n_u8::<4>(v));
-        let both_lo = vqtbl1q_u8(table(&ESC_LOW), vandq_u8(v, vdupq_n_u8(0x0F)));
+        let both_hi = vqtbl1q_u8(load16(&ESC_HIGH), vshrq_n_u8::<4>(v));
+        let both_lo = vqtbl1q_u8(load16(&ESC_LOW), vandq_u8(v, vdupq_n_u8(0x0F)));
         (vceqq_u8(v, vdupq_n_u8(b'\\')), vtstq_u8(both_hi, both_lo))
     }
 
@@ -1288,46 +1281,49 @@ pub enum Level {
     Neon,
 }
 
-#[cfg(target_arch = "x86_64")]
+/// The level in use: [`probe`] runs once, and its answer is kept.
 #[inline]
 fn detect() -> Level {
     use std::sync::atomic::{AtomicU8, Ordering};
+    // 0 until probed; then 1 + the level's discriminant.
     static LEVEL: AtomicU8 = AtomicU8::new(0);
     match LEVEL.load(Ordering::Relaxed) {
-        1 => Level::Sse2,
-        2 => Level::Avx2,
+        1 => Level::Portable,
+        2 => Level::Sse2,
+        3 => Level::Avx2,
+        4 => Level::Neon,
         _ => {
-            let l = if std::env::var_os("RESULTBUDGET_NO_AVX2").is_none()
-                && is_x86_feature_detected!("avx2")
-                && is_x86_feature_detected!("popcnt")
-            {
-                Level::Avx2
-            } else {
-                Level::Sse2
-            };
-            LEVEL.store(if l == Level::Avx2 { 2 } else { 1 }, Ordering::Relaxed);
+            let l = probe();
+            LEVEL.store(l as u8 + 1, Ordering::Relaxed);
             l
         }
     }
 }
 
+/// The best level this CPU has, unless the environment asks for less
+/// (`RESULTBUDGET_NO_AVX2`: SSE2).
+#[cfg(target_arch = "x86_64")]
+#[cold]
+fn probe() -> Level {
+    if std::env::var_os("RESULTBUDGET_NO_AVX2").is_none()
+        && is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("popcnt")
+    {
+        Level::Avx2
+    } else {
+        Level::Sse2
+    }
+}
+
+/// NEON, unless the environment asks for the portable level
+/// (`RESULTBUDGET_NO_NEON`).
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-#[inline]
-fn detect() -> Level {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    static LEVEL: AtomicU8 = AtomicU8::new(0);
-    match LEVEL.load(Ordering::Relaxed) {
-        1 => Level::Portable,
-        2 => Level::Neon,
-        _ => {
-            let l = if std::env::var_os("RESULTBUDGET_NO_NEON").is_none() {
-                Level::Neon
-            } else {
-                Level::Portable
-            };
-            LEVEL.store(if l == Level::Neon { 2 } else { 1 }, Ordering::Relaxed);
-            l
-        }
+#[cold]
+fn probe() -> Level {
+    if std::env::var_os("RESULTBUDGET_NO_NEON").is_none() {
+        Level::Neon
+    } else {
+        Level::Portable
     }
 }
 
@@ -1335,7 +1331,8 @@ fn detect() -> Level {
     target_arch = "x86_64",
     all(target_arch = "aarch64", target_feature = "neon")
 )))]
-fn detect() -> Level {
+#[cold]
+fn probe() -> Level {
     Level::Portable
 }
 
