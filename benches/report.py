@@ -113,6 +113,9 @@ def sh(cmd):
 
 def machine():
     model, cores, threads = "", "", ""
+    # Family/model/stepping and the caches tell two hosts sold under one name
+    # apart (a VM's "AMD EPYC" has been more than one generation here).
+    ident, caches = [], []
     for line in sh(["lscpu"]).splitlines():
         k, _, v = line.partition(":")
         v = v.strip()
@@ -122,6 +125,12 @@ def machine():
             threads = v
         elif k == "Core(s) per socket":
             cores = v
+        elif k in ("CPU family", "Model", "Stepping"):
+            ident.append(f"{k.split()[-1].lower()} {v}")
+        elif k in ("L2 cache", "L3 cache"):
+            caches.append(f"{k.split()[0]} {v}")
+    if ident:
+        model = f"{model or 'unknown'} ({', '.join(ident)})"
     flags = ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -147,6 +156,7 @@ def machine():
         "cores": cores,
         "flags": flags,
         "mem": mem,
+        "caches": ", ".join(caches),
         "rustc": sh(["rustc", "--version"]),
         "kernel": platform.release(),
     }
@@ -295,7 +305,8 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None):
     L.append("## Machine and command")
     L.append("")
     L.append(f"- CPU: {mach['model']} — {mach['cpus']} logical CPUs ({mach['cores']} cores per socket); "
-             f"SIMD: {mach['flags']}; memory {mach['mem']}; Linux {mach['kernel']}")
+             f"SIMD: {mach['flags']}; " + (f"{mach['caches']}; " if mach.get('caches') else "") +
+             f"memory {mach['mem']}; Linux {mach['kernel']}")
     L.append(f"- Compiler: {mach['rustc']}; profile `bench` (opt-level 3, debug=1, no LTO, "
              "no `target-cpu=native`: the engine picks AVX2/SSE2 at run time on x86_64, "
              "NEON on aarch64)")
