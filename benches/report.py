@@ -4,7 +4,8 @@
 Reads target/criterion/**/new/{benchmark.json,estimates.json} (written by
 `cargo bench -p resultbudget-benches --bench throughput`), the proxy bench's
 target/rb-proxy-bench.json, the 4 KiB/64 KiB pairs of target/rb-chunk-ratio.json
-(`chunk-ratio --json`), the run environment target/rb-bench-env.json (all
+(`chunk-ratio --json`), the targets' ratios in alternating pairs of
+target/rb-pairs.json (`cargo bench --bench pairs`), the run environment target/rb-bench-env.json (all
 written by benches/run.sh), and the hand-written analysis in
 benches/performance-notes.md. Python standard library only; the SVG is drawn
 here.
@@ -215,6 +216,41 @@ def ratio_rows(res):
     return rows
 
 
+PAIRED = [
+    ("budget_vs_serde", "budgeting ≥ 20× serde_json's Value round trip (Value + truncation walk + to_vec)", 20.0),
+    ("budget_vs_ignored", "budgeting ≥ 2× serde_json IgnoredAny", 2.0),
+    ("budget_vs_struson", "budgeting ≥ 10× the streaming peer (struson copy)", 10.0),
+    ("skip_vs_memcpy", "skipping an over-budget tail ≥ 0.3× memcpy", 0.3),
+    ("chunk4k_vs_64k", "4 KiB chunks ≥ 0.9× the speed of 64 KiB chunks (pass-through)", 0.9),
+]
+
+
+def paired_rows(rp, chunk_pairs):
+    """The targets' ratios from the alternating-pair drivers: per claim, the
+    per-input (median, q1, q3) and a verdict on the medians."""
+    per_key = {}
+    for r in (rp or {}).get("rows", []):
+        per_key.setdefault(r["ratio"], []).append((r["input"], r["median"], r["q1"], r["q3"], r["pairs"]))
+    for r in (chunk_pairs or {}).get("inputs", []):
+        per_key.setdefault("chunk4k_vs_64k", []).append((r["name"], r["median"], r["q1"], r["q3"], r["pairs"]))
+    rows = []
+    for key, claim, target in PAIRED:
+        per = per_key.get(key, [])
+        if not per:
+            continue
+        worst = min(m for _, m, _, _, _ in per)
+        met = sum(m >= target for _, m, _, _, _ in per)
+        if met == len(per):
+            verdict = "**met**"
+        elif met:
+            verdict = f"**NOT met** (met on {met} of {len(per)} inputs)"
+        else:
+            verdict = "**NOT met**"
+        rows.append({"key": key, "claim": claim, "target": target, "per": per, "worst": worst,
+                     "verdict": verdict})
+    return rows
+
+
 # ---------------------------------------------------------------- chart
 
 def svg_chart(res, path):
@@ -295,7 +331,7 @@ def read_json(path):
         return None
 
 
-def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None):
+def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=None):
     L = []
     L.append("# Performance")
     L.append("")
@@ -402,6 +438,36 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None):
             L.append(f"| {r['name']} | {r['pairs']:,} | {r['median']:.3f} ({r['q1']:.3f}–{r['q3']:.3f}) | "
                      f"{fmt_mbps(r['best64_mbps'])} | {fmt_mbps(r['best4_mbps'])} | {r['best_ratio']:.3f} |")
         L.append("")
+    if paired:
+        L.append("### The same targets, measured in alternating pairs")
+        L.append("")
+        L.append("From `benches/benches/pairs.rs` (and `chunk-ratio` for the 4 KiB row), run with criterion: "
+                 "each ratio is one run of the engine, then one of the baseline (the order swapped every "
+                 "pair), again and again in one process, so that the machine's drift hits both sides "
+                 "alike. A cell is the median of the per-pair ratios, quartiles in brackets; the verdict "
+                 "is on those medians.")
+        L.append("")
+        L.append("| claim | target | worst median | verdict |")
+        L.append("|---|---:|---:|---|")
+        for r in paired:
+            L.append(f"| {r['claim']} | ≥ {r['target']:g}× | {fmt_ratio(r['worst'])} | {r['verdict']} |")
+        L.append("")
+        seen = {g for r in paired for g, *_ in r["per"]}
+        pgroups = [g for g, _ in INPUTS if g in seen] + sorted(seen - {g for g, _ in INPUTS})
+        L.append("| ratio | " + " | ".join(pgroups) + " |")
+        L.append("|---|" + "---:|" * len(pgroups))
+        for r in paired:
+            d = {g: (m, q1, q3) for g, m, q1, q3, _ in r["per"]}
+            cells = []
+            for g in pgroups:
+                if g not in d:
+                    cells.append("")
+                    continue
+                m, q1, q3 = d[g]
+                mark = " ✓" if m >= r["target"] else " ✗"
+                cells.append(f"{fmt_ratio(m)}{mark} ({fmt_ratio(q1)[:-1]}–{fmt_ratio(q3)[:-1]})")
+            L.append(f"| {r['key']} | " + " | ".join(cells) + " |")
+        L.append("")
     L.append("## Proxy")
     L.append("")
     if proxy:
@@ -454,6 +520,7 @@ def main():
     ratios = ratio_rows(res)
     proxy = read_json(os.path.join(args.target, "rb-proxy-bench.json"))
     pairs = read_json(os.path.join(args.target, "rb-chunk-ratio.json"))
+    paired = paired_rows(read_json(os.path.join(args.target, "rb-pairs.json")), pairs)
     env = read_json(os.path.join(args.target, "rb-bench-env.json"))
     notes = ""
     if os.path.exists(args.notes):
@@ -461,12 +528,14 @@ def main():
             notes = f.read()
     svg_chart(res, args.svg)
     svg_rel = os.path.relpath(args.svg, os.path.dirname(os.path.abspath(args.out)))
-    md = markdown(res, ratios, proxy, env, machine(), svg_rel, notes, pairs)
+    md = markdown(res, ratios, proxy, env, machine(), svg_rel, notes, pairs, paired)
     with open(args.out, "w") as f:
         f.write(md)
     # A short summary on stdout.
     for r in ratios:
         print(f"{r['key']:20} worst {fmt_ratio(r['worst']):>8}  geo {fmt_ratio(r['geo']):>8}  {r['verdict']}")
+    for r in paired:
+        print(f"paired {r['key']:13} worst median {fmt_ratio(r['worst']):>8}  {r['verdict']}")
     print(f"wrote {args.out} and {args.svg}")
 
 

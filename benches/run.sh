@@ -19,7 +19,7 @@ mkdir -p "$target"
 for g in twitter citm_catalog canada mcp_text mcp_list mcp_deep mcp_image skip_list skip_text skip_code; do
   rm -rf "$target/criterion/$g"
 done
-rm -f "$target/rb-proxy-bench.json" "$target/rb-chunk-ratio.json"
+rm -f "$target/rb-proxy-bench.json" "$target/rb-chunk-ratio.json" "$target/rb-pairs.json"
 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain -- engine 2>/dev/null)" ]; then commit="$commit (engine/ modified)"; fi

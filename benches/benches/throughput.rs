@@ -15,6 +15,9 @@
 //! inputs) proves each one measures real work. `docs/performance.md` has the
 //! numbers; `benches/report.py` turns criterion's output into them.
 
+mod common;
+
+use common::{memcpy, serde_from, serde_round_trip, struson_copy, DomLimits, Input, Kind, CEILING};
 use criterion::measurement::WallTime;
 use criterion::{
     black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
@@ -25,37 +28,6 @@ use resultbudget_benches::{self as rbb, Engine};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use simd_json::prelude::Writable;
-use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings};
-use struson::writer::{JsonStreamWriter, JsonWriter};
-
-const CEILING: u64 = 64 * 1024;
-
-/// The generic budget of the benches: the `budget` command's defaults, 64 KiB result.
-const GENERIC_BUDGET: Limits = Limits {
-    max_result_bytes: CEILING,
-    ..Limits::DEFAULT
-};
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// One JSON document: `Budget` with `Limits`.
-    Generic,
-    /// One tools/call response line: `Projector` with `McpLimits`.
-    Mcp,
-}
-
-/// What a DOM gateway cuts: element limits applied to a parsed `Value`.
-/// (No byte ceiling: enforcing one on a DOM takes further passes, so this
-/// baseline is, if anything, flattering to the DOM.)
-#[derive(Clone, Copy)]
-struct DomLimits {
-    list: usize,
-    keys: usize,
-    string: usize,
-    depth: usize,
-    /// Content blocks whose base64 `data` is longer than this are dropped.
-    blob: usize,
-}
 
 const DOM_UNLIMITED: DomLimits = DomLimits {
     list: usize::MAX,
@@ -64,74 +36,6 @@ const DOM_UNLIMITED: DomLimits = DomLimits {
     depth: usize::MAX,
     blob: usize::MAX,
 };
-
-/// The generic budget's element limits.
-const DOM_GENERIC: DomLimits = DomLimits {
-    list: 100,
-    keys: 100,
-    string: 8 * 1024,
-    depth: 32,
-    blob: usize::MAX,
-};
-
-/// `McpLimits::DEFAULT`, approximately: texts at the per-block cap, depth
-/// counted from the envelope (structuredContent is at level 3 there).
-const DOM_MCP: DomLimits = DomLimits {
-    list: 100,
-    keys: 100,
-    string: 16 * 1024,
-    depth: 16 + 2,
-    blob: CEILING as usize,
-};
-
-fn is_big_blob(v: &Value, max: usize) -> bool {
-    v.get("data")
-        .and_then(Value::as_str)
-        .is_some_and(|d| d.len() > max)
-}
-
-/// Cut `v` to `lim` in place (`depth` is the level of `v` if it is a container).
-fn truncate_walk(v: &mut Value, lim: &DomLimits, depth: usize) {
-    match v {
-        Value::Array(a) => {
-            if depth > lim.depth {
-                a.clear();
-                return;
-            }
-            if lim.blob != usize::MAX {
-                a.retain(|x| !is_big_blob(x, lim.blob));
-            }
-            a.truncate(lim.list);
-            for x in a {
-                truncate_walk(x, lim, depth + 1);
-            }
-        }
-        Value::Object(m) => {
-            if depth > lim.depth {
-                m.clear();
-                return;
-            }
-            if m.len() > lim.keys {
-                let mut i = 0;
-                m.retain(|_, _| {
-                    i += 1;
-                    i <= lim.keys
-                });
-            }
-            for x in m.values_mut() {
-                truncate_walk(x, lim, depth + 1);
-            }
-        }
-        Value::String(s) if s.len() > lim.string => {
-            let mut n = lim.string;
-            while !s.is_char_boundary(n) {
-                n -= 1;
-            }
-            s.truncate(n);
-        }
-        _ => {}
-    }
-}
 
 /// Every array, object and string of `v` is within `lim`.
 fn within(v: &Value, lim: &DomLimits, depth: usize) -> bool {
@@ -175,27 +79,8 @@ fn same_data(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// serde_json with its recursion limit (128) lifted: the 200-deep input needs it.
-fn serde_from<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> T {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    de.disable_recursion_limit();
-    let v = T::deserialize(&mut de).expect("valid JSON");
-    de.end().expect("one value");
-    v
-}
-
 fn parse(bytes: &[u8]) -> Value {
     serde_from(bytes)
-}
-
-/// serde_json's DOM round trip: parse, cut, serialize.
-fn serde_round_trip(input: &[u8], lim: &DomLimits, out: &mut Vec<u8>) {
-    let mut v: Value = serde_from(input);
-    if lim.list != usize::MAX || lim.depth != usize::MAX {
-        truncate_walk(&mut v, lim, 1);
-    }
-    out.clear();
-    serde_json::to_writer(&mut *out, &v).expect("serializable");
 }
 
 /// simd-json's DOM round trip on a copy of the input (it parses in place).
@@ -218,37 +103,6 @@ fn simd_tape(input: &[u8], scratch: &mut Vec<u8>, buffers: &mut simd_json::Buffe
         .expect("valid JSON")
         .0
         .len()
-}
-
-/// struson: read every token and write it again (a streaming copy).
-fn struson_copy(input: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    let settings = ReaderSettings {
-        max_nesting_depth: Some(1024),
-        track_path: false,
-        ..Default::default()
-    };
-    let mut r = JsonStreamReader::new_custom(input, settings);
-    let mut w = JsonStreamWriter::new(&mut *out);
-    r.transfer_to(&mut w).expect("valid JSON");
-    w.finish_document().expect("written");
-    r.consume_trailing_whitespace().expect("one value");
-}
-
-fn memcpy(input: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    out.extend_from_slice(input);
-}
-
-/// One input and what the engine must answer when it budgets it.
-struct Input {
-    name: &'static str,
-    kind: Kind,
-    bytes: Vec<u8>,
-    /// `omitted_count` of the budgeted run (64 KiB result).
-    budget_omitted: u64,
-    /// Length of the budgeted output, where pinned.
-    budget_len: Option<usize>,
 }
 
 fn group<'a>(c: &'a mut Criterion, name: &str, bytes: usize) -> BenchmarkGroup<'a, WallTime> {
@@ -289,10 +143,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
     }
 
     // The engine, budgeted to a 64 KiB result.
-    let mut budget = match inp.kind {
-        Kind::Generic => Engine::generic(GENERIC_BUDGET),
-        Kind::Mcp => Engine::mcp(McpLimits::DEFAULT),
-    };
+    let mut budget = inp.kind.budgeted();
     let omitted = budget.run(input, rbb::CHUNK, &mut out);
     assert_eq!(
         omitted, inp.budget_omitted,
@@ -326,10 +177,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
     });
 
     // serde_json Value + truncation walk to the same element limits.
-    let dom_lim = match inp.kind {
-        Kind::Generic => DOM_GENERIC,
-        Kind::Mcp => DOM_MCP,
-    };
+    let dom_lim = inp.kind.dom_limits();
     serde_round_trip(input, &dom_lim, &mut out);
     let cut = parse(&out);
     assert!(within(&cut, &dom_lim, 1), "{}: truncation walk", inp.name);
@@ -416,95 +264,14 @@ fn bench_skip(c: &mut Criterion, name: &str, input: &[u8], mut engine: Engine, o
     g.finish();
 }
 
-/// Full-size item count of `skip_list` (scaled down in test mode).
-const SKIP_LIST_ITEMS: usize = 220_000; // ≈ 20 MB
-
-/// Pinned answers for the json-benchmark corpus under `GENERIC_BUDGET`
-/// (`omitted_count`, output length); checked independently by the assertions
-/// above (valid JSON, within the 64 KiB ceiling).
-const CORPUS: [(&str, u64, usize); 3] = [
-    ("twitter", 116, 65536),
-    ("citm_catalog", 341, 65536),
-    ("canada", 1118, 65534),
-];
-
 fn all(c: &mut Criterion) {
-    let mut inputs = Vec::new();
-    for (name, omitted, len) in CORPUS {
-        if let Some(bytes) = rbb::corpus(&format!("{name}.json")) {
-            inputs.push(Input {
-                name,
-                kind: Kind::Generic,
-                bytes,
-                budget_omitted: omitted,
-                budget_len: Some(len),
-            });
-        }
-    }
-    let text = rbb::scaled(rbb::TEXT_BYTES, 256 << 10);
-    inputs.push(Input {
-        name: "mcp_text",
-        kind: Kind::Mcp,
-        bytes: rbb::mcp_text(text),
-        // The one text block is cut at max_text_block_bytes.
-        budget_omitted: 1,
-        budget_len: None,
-    });
-    let items = rbb::scaled(rbb::LIST_ITEMS, 1_000);
-    inputs.push(Input {
-        name: "mcp_list",
-        kind: Kind::Mcp,
-        bytes: rbb::mcp_list(items),
-        // Every item past the 100th.
-        budget_omitted: items as u64 - 100,
-        budget_len: None,
-    });
-    let trees = rbb::scaled(rbb::DEEP_TREES, 150);
-    inputs.push(Input {
-        name: "mcp_deep",
-        kind: Kind::Mcp,
-        bytes: rbb::mcp_deep(rbb::DEEP, trees),
-        // Trees past the 100th, plus each kept tree emptied at max_depth.
-        budget_omitted: trees as u64,
-        budget_len: None,
-    });
-    inputs.push(Input {
-        name: "mcp_image",
-        kind: Kind::Mcp,
-        // Never below the ceiling, or the image would fit.
-        bytes: rbb::mcp_image(rbb::scaled(rbb::IMAGE_RAW, 96 << 10)),
-        // The image block is dropped whole.
-        budget_omitted: 1,
-        budget_len: None,
-    });
-
+    let inputs = common::inputs();
     for inp in &inputs {
         bench_input(c, inp);
     }
-
-    // A 20 MB list budgeted to 10 items.
-    let n = rbb::scaled(SKIP_LIST_ITEMS, 1_000);
-    let list = rbb::json_list(n);
-    let lim = Limits {
-        max_list_items: 10,
-        ..Limits::UNLIMITED
-    };
-    bench_skip(c, "skip_list", &list, Engine::generic(lim), n as u64 - 10);
-    // The 20 MB text budgeted to (about) 64 KiB: only the text limits raised.
-    let text = inputs
-        .iter()
-        .find(|i| i.name == "mcp_text")
-        .map(|i| i.bytes.as_slice())
-        .unwrap_or_default();
-    let lim = McpLimits {
-        max_text_bytes: 60 << 10,
-        max_text_block_bytes: 60 << 10,
-        ..McpLimits::DEFAULT
-    };
-    bench_skip(c, "skip_text", text, Engine::mcp(lim), 1);
-    // The same, on text escaped the common way: one-character escapes only.
-    let code = rbb::mcp_code_text(rbb::scaled(rbb::TEXT_BYTES, 256 << 10));
-    bench_skip(c, "skip_code", &code, Engine::mcp(lim), 1);
+    for sk in common::skip_inputs(&inputs) {
+        bench_skip(c, sk.name, &sk.bytes, sk.engine, sk.omitted);
+    }
 }
 
 criterion_group!(benches, all);
