@@ -5,6 +5,7 @@
 use resultbudget::mcp::McpLimits;
 use resultbudget::Limits;
 use resultbudget_benches::{self as rbb, Engine};
+use serde::de::IgnoredAny;
 use serde_json::Value;
 use struson::reader::{JsonReader, JsonStreamReader, ReaderSettings};
 use struson::writer::{JsonStreamWriter, JsonWriter};
@@ -175,6 +176,26 @@ pub struct Input {
     pub budget_len: Option<usize>,
 }
 
+impl Input {
+    /// Run the budgeted engine once into `out` and check its answer: the
+    /// pinned record, within the ceiling (plus the MCP envelope), the pinned
+    /// length where there is one, valid JSON.
+    pub fn check_budgeted(&self, engine: &mut Engine, out: &mut Vec<u8>) {
+        let omitted = engine.run(&self.bytes, rbb::CHUNK, out);
+        assert_eq!(omitted, self.budget_omitted, "{}: omitted_count", self.name);
+        let envelope = if self.kind == Kind::Mcp { 64 } else { 0 };
+        assert!(
+            out.len() as u64 <= CEILING + envelope,
+            "{}: over the ceiling",
+            self.name
+        );
+        if let Some(len) = self.budget_len {
+            assert_eq!(out.len(), len, "{}: output length", self.name);
+        }
+        serde_from::<IgnoredAny>(out);
+    }
+}
+
 /// Pinned answers for the json-benchmark corpus under `GENERIC_BUDGET`
 /// (`omitted_count`, output length); checked independently by the benches'
 /// assertions (valid JSON, within the 64 KiB ceiling).
@@ -245,6 +266,21 @@ pub struct SkipInput {
     pub engine: Engine,
     /// The record's `omitted_count`.
     pub omitted: u64,
+}
+
+impl SkipInput {
+    /// Run the engine once into `out` and check its answer: the pinned
+    /// record, a short output, valid JSON.
+    pub fn check(&mut self, out: &mut Vec<u8>) {
+        let omitted = self.engine.run(&self.bytes, rbb::CHUNK, out);
+        assert_eq!(omitted, self.omitted, "{}: omitted_count", self.name);
+        assert!(
+            out.len() as u64 <= CEILING + 64,
+            "{}: output too long",
+            self.name
+        );
+        serde_from::<IgnoredAny>(out);
+    }
 }
 
 /// Full-size item count of `skip_list` (scaled down in test mode).
