@@ -399,7 +399,9 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
     L.append("## The issue's targets")
     L.append("")
     L.append("Ratios of throughput (higher is better for the engine); a target is met only if it "
-             "holds on every input.")
+             "holds on every input. This table divides criterion's medians, each implementation timed "
+             "on its own" + ("; the same targets measured in alternating pairs, which a drifting "
+                             "machine disturbs less, follow it." if paired else "."))
     L.append("")
     L.append("| claim | target | worst | geo. mean | verdict |")
     L.append("|---|---:|---:|---:|---|")
