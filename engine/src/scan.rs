@@ -1272,9 +1272,11 @@ pub fn skip_ws_naive(s: &[u8], i: usize) -> usize {
 }
 
 /// Which implementation `scan` uses on this machine.
+/// Discriminants from 1, so that [`detect`]'s cache can keep 0 for "not yet".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Level {
-    Portable,
+    Portable = 1,
     Sse2,
     Avx2,
     /// aarch64 with NEON (compiled in where the target has it).
@@ -1285,16 +1287,20 @@ pub enum Level {
 #[inline]
 fn detect() -> Level {
     use std::sync::atomic::{AtomicU8, Ordering};
-    // 0 until probed; then 1 + the level's discriminant.
+    const PORTABLE: u8 = Level::Portable as u8;
+    const SSE2: u8 = Level::Sse2 as u8;
+    const AVX2: u8 = Level::Avx2 as u8;
+    const NEON: u8 = Level::Neon as u8;
+    // 0 until probed; then the level's discriminant.
     static LEVEL: AtomicU8 = AtomicU8::new(0);
     match LEVEL.load(Ordering::Relaxed) {
-        1 => Level::Portable,
-        2 => Level::Sse2,
-        3 => Level::Avx2,
-        4 => Level::Neon,
+        PORTABLE => Level::Portable,
+        SSE2 => Level::Sse2,
+        AVX2 => Level::Avx2,
+        NEON => Level::Neon,
         _ => {
             let l = probe();
-            LEVEL.store(l as u8 + 1, Ordering::Relaxed);
+            LEVEL.store(l as u8, Ordering::Relaxed);
             l
         }
     }
