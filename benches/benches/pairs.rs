@@ -27,8 +27,6 @@ use common::{memcpy, serde_from, serde_round_trip, struson_copy};
 use resultbudget_benches::{self as rbb};
 use serde::de::IgnoredAny;
 use std::hint::black_box;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 /// One measured ratio: the engine's speed over the baseline's.
 struct Row {
@@ -43,14 +41,8 @@ struct Row {
     baseline_mbps: f64,
 }
 
-fn seconds(f: &mut dyn FnMut()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64()
-}
-
 /// Alternate `engine` and `baseline` (the order swapped every pair) for
-/// `secs`, at least `min_pairs` times, after one warm-up run of each.
+/// `secs`, at least `min_pairs` times.
 fn measure(
     input: &'static str,
     ratio: &'static str,
@@ -60,44 +52,29 @@ fn measure(
     engine: &mut dyn FnMut(),
     baseline: &mut dyn FnMut(),
 ) -> Row {
-    seconds(engine);
-    seconds(baseline);
-    let (mut ratios, mut best_e, mut best_b) = (Vec::new(), f64::MAX, f64::MAX);
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs_f64(secs) || ratios.len() < min_pairs {
-        let (te, tb) = if ratios.len() % 2 == 0 {
-            let te = seconds(engine);
-            (te, seconds(baseline))
+    let pairs = rbb::alternate(secs, min_pairs, true, &mut |base| {
+        if base {
+            baseline()
         } else {
-            let tb = seconds(baseline);
-            (seconds(engine), tb)
-        };
-        // Speed over speed: the baseline's time over the engine's.
-        ratios.push(tb / te);
-        best_e = best_e.min(te);
-        best_b = best_b.min(tb);
-    }
-    ratios.sort_by(f64::total_cmp);
-    let n = ratios.len();
-    let at = |k: usize| ratios.get(k).copied().unwrap_or(f64::NAN);
+            engine()
+        }
+    });
+    let best_e = pairs.iter().map(|p| p.0).fold(f64::MAX, f64::min);
+    let best_b = pairs.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    // Speed over speed: the baseline's time over the engine's.
+    let spread = rbb::Spread::of(pairs.iter().map(|&(te, tb)| tb / te).collect());
     let mbps = |t: f64| bytes as f64 / t / 1e6;
     Row {
         input,
         ratio,
-        pairs: n,
-        median: at(n / 2),
-        q1: at(n / 4),
-        q3: at(3 * n / 4),
+        pairs: pairs.len(),
+        median: spread.median,
+        q1: spread.q1,
+        q3: spread.q3,
         best: best_b / best_e,
         engine_mbps: mbps(best_e),
         baseline_mbps: mbps(best_b),
     }
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| rbb::workspace_root().join("target"))
 }
 
 fn main() {
@@ -228,7 +205,7 @@ fn main() {
             "{{\"seconds_per_ratio\": {secs}, \"rows\": [\n{}\n]}}\n",
             body.join(",\n")
         );
-        let path = target_dir().join("rb-pairs.json");
+        let path = rbb::target_dir().join("rb-pairs.json");
         if let Err(e) = std::fs::write(&path, text) {
             eprintln!("cannot write {}: {e}", path.display());
         }

@@ -23,17 +23,11 @@ use resultbudget_benches as rbb;
 
 const SERVER: &str = env!("CARGO_BIN_EXE_rb-bench-server");
 
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| rbb::workspace_root().join("target"))
-}
-
 fn proxy_bin(bench: bool) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RB_BIN") {
         return Some(PathBuf::from(p));
     }
-    let t = target_dir();
+    let t = rbb::target_dir();
     let order = if bench {
         ["release", "debug"]
     } else {
@@ -310,7 +304,7 @@ fn main() {
         bench
     );
     if bench {
-        let path = target_dir().join("rb-proxy-bench.json");
+        let path = rbb::target_dir().join("rb-proxy-bench.json");
         if let Err(e) = std::fs::write(&path, json) {
             eprintln!("cannot write {}: {e}", path.display());
         }

@@ -10,6 +10,7 @@
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
 use resultbudget::{Budget, Limits};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// Whether the bench binary was started by `cargo bench` (criterion passes
 /// `--bench`); otherwise it runs in criterion's test mode.
@@ -44,6 +45,14 @@ pub fn workspace_root() -> PathBuf {
         .parent()
         .map(PathBuf::from)
         .unwrap_or_default()
+}
+
+/// Cargo's target directory (`CARGO_TARGET_DIR`, else `target/` in the
+/// workspace), where the benches leave their JSON results for `report.py`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// Where the json-benchmark corpus lives: `shared/` beside the workspace
@@ -300,6 +309,62 @@ pub fn mcp_image(raw: usize) -> Vec<u8> {
     r.extend_from_slice(&blob);
     r.extend_from_slice(b"\",\"mimeType\":\"image/png\"}]}");
     response_line(4, &r)
+}
+
+/// Time two runs one after the other, again and again in one process, for
+/// `secs` seconds and at least `min_pairs` pairs, after one warm-up run of
+/// each: `run(false)` is the first, `run(true)` the second. Returns the
+/// pairs' times, `(first, second)`. With `swap`, every other pair runs the
+/// second before the first. Drift of the machine's speed slower than a pair
+/// hits both alike, so a ratio of one pair's times is steadier than a ratio of
+/// two separately measured medians.
+pub fn alternate(
+    secs: f64,
+    min_pairs: usize,
+    swap: bool,
+    run: &mut dyn FnMut(bool),
+) -> Vec<(f64, f64)> {
+    let mut time = |second: bool| {
+        let t = Instant::now();
+        run(second);
+        t.elapsed().as_secs_f64()
+    };
+    time(false);
+    time(true);
+    let mut pairs = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs_f64(secs) || pairs.len() < min_pairs {
+        let pair = if swap && pairs.len() % 2 == 1 {
+            let t2 = time(true);
+            (time(false), t2)
+        } else {
+            let t1 = time(false);
+            (t1, time(true))
+        };
+        pairs.push(pair);
+    }
+    pairs
+}
+
+/// The median and quartiles of `v` (NaN when it is empty).
+#[derive(Debug, Clone, Copy)]
+pub struct Spread {
+    pub median: f64,
+    pub q1: f64,
+    pub q3: f64,
+}
+
+impl Spread {
+    pub fn of(mut v: Vec<f64>) -> Spread {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let at = |k: usize| v.get(k).copied().unwrap_or(f64::NAN);
+        Spread {
+            median: at(n / 2),
+            q1: at(n / 4),
+            q3: at(3 * n / 4),
+        }
+    }
 }
 
 /// Feed size of the benches' main runs.

@@ -18,22 +18,9 @@
 use resultbudget::mcp::McpLimits;
 use resultbudget::Limits;
 use resultbudget_benches::{self as rbb, Engine, CHUNK, SMALL_CHUNK};
-use std::time::{Duration, Instant};
 
 /// Builds one generated input.
 type Make = fn() -> Vec<u8>;
-
-/// One pass-through run of `input` in `chunk`-byte feeds; the seconds taken.
-fn time(engine: &mut Engine, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> f64 {
-    let t = Instant::now();
-    std::hint::black_box(engine.run(input, chunk, out));
-    t.elapsed().as_secs_f64()
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
 
 fn main() {
     let mut secs = 5.0;
@@ -84,24 +71,18 @@ fn main() {
             Engine::generic(Limits::UNLIMITED)
         };
         let mut out = Vec::with_capacity(input.len() + 4096);
-        // Warm up: caches, the output buffer, page faults.
-        time(&mut engine, input, CHUNK, &mut out);
-        time(&mut engine, input, SMALL_CHUNK, &mut out);
-        let (mut ratios, mut best64, mut best4) = (Vec::new(), f64::MAX, f64::MAX);
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs_f64(secs) || ratios.len() < 10 {
-            let t64 = time(&mut engine, input, CHUNK, &mut out);
-            let t4 = time(&mut engine, input, SMALL_CHUNK, &mut out);
-            ratios.push(t64 / t4);
-            best64 = best64.min(t64);
-            best4 = best4.min(t4);
-        }
-        let n = ratios.len();
-        let med = median(&mut ratios);
-        let (q1, q3) = (
-            ratios.get(n / 4).copied().unwrap_or(f64::NAN),
-            ratios.get(3 * n / 4).copied().unwrap_or(f64::NAN),
-        );
+        let pairs = rbb::alternate(secs, 10, false, &mut |small| {
+            let chunk = if small { SMALL_CHUNK } else { CHUNK };
+            std::hint::black_box(engine.run(input, chunk, &mut out));
+        });
+        let n = pairs.len();
+        let best64 = pairs.iter().map(|p| p.0).fold(f64::MAX, f64::min);
+        let best4 = pairs.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        let rbb::Spread {
+            median: med,
+            q1,
+            q3,
+        } = rbb::Spread::of(pairs.iter().map(|&(t64, t4)| t64 / t4).collect());
         let mbs = |t: f64| input.len() as f64 / t / 1e6;
         println!(
             "{name:<13} {n:>5}  {med:>13.3}  ({q1:.3}–{q3:.3})  {:>13.0}  {:>12.0}  {:>11.3}",
