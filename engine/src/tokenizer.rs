@@ -155,6 +155,21 @@ struct Skip {
     one: bool,
 }
 
+/// [`Tokenizer::fast_skip`], compiled for the block level in use.
+struct SkipJob<'a, 'b> {
+    lex: &'a mut Tokenizer,
+    chunk: &'b [u8],
+    pos: &'a mut usize,
+}
+
+impl scan::BlockJob for SkipJob<'_, '_> {
+    type Out = Option<Tok>;
+    #[inline(always)]
+    fn run<B: scan::Blocks>(self, _blocks: B) -> Option<Tok> {
+        self.lex.fast_skip_in(self.chunk, self.pos)
+    }
+}
+
 /// Byte classes inside strings: 0 = plain ASCII, 1 = `"`, 2 = `\`, 3 = control, 4 = non-ASCII.
 static STR_CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -1610,6 +1625,15 @@ impl Tokenizer {
     /// and left to `scan_string`. Returns `NeedMore` when the chunk is used up.
     #[inline(never)]
     fn fast_skip(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
+        scan::with_blocks(SkipJob {
+            lex: self,
+            chunk,
+            pos,
+        })
+    }
+
+    #[inline(always)]
+    fn fast_skip_in(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
         let mut sk = self.skip?;
         let mut i = *pos;
         let mut state = self.state;
