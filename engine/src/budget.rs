@@ -1,6 +1,6 @@
 //! The budget policy: copy one JSON value from tokens to output, cutting it to
 //! limits, and record every cut. [`Budget`] is the push API for a whole document;
-//! [`ValueBudget`] is the policy for one value, which the MCP projection reuses
+//! `ValueBudget` is the policy for one value, which the MCP projection reuses
 //! for `structuredContent`, `_meta` and other free-form values.
 //!
 //! Semantics (see `specs/budget-semantics.md`): lists keep a prefix of items,

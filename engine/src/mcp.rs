@@ -4,7 +4,7 @@
 //! The driver knows the shape of a `CallToolResult` (result object, `content`
 //! blocks, embedded `resource`, `_meta`) and hands every free-form value
 //! (`structuredContent`, annotations, a block's `_meta`, …) to the generic
-//! [`ValueBudget`]. Contract: `specs/mcp-result-contract.md`.
+//! `ValueBudget`. Contract: `specs/mcp-result-contract.md`.
 
 use crate::budget::{Step, ValueBudget};
 use crate::error::Error;

@@ -1272,7 +1272,7 @@ pub fn skip_ws_naive(s: &[u8], i: usize) -> usize {
 }
 
 /// Which implementation `scan` uses on this machine.
-/// Discriminants from 1, so that [`detect`]'s cache can keep 0 for "not yet".
+/// Discriminants from 1, so that `detect()`'s cache can keep 0 for "not yet".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Level {

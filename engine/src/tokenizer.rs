@@ -255,7 +255,7 @@ fn hex4(s: &[u8], i: usize) -> Option<u32> {
 
 /// The value of four hex digits packed little-endian in `w` (the first digit
 /// in the low byte), checked and combined in the register: no table loads,
-/// which sat on the critical path of every `\u` escape. [`hex4_table`] is
+/// which sat on the critical path of every `\u` escape. `hex4_table` is
 /// the obvious twin it is tested against.
 #[inline(always)]
 fn hex4_word(w: u32) -> Option<u32> {
@@ -1623,6 +1623,8 @@ impl Tokenizer {
     /// value at the skip's own level for `skip_one`, exceed the depth limit, be
     /// an error, or run past the chunk. A string that the chunk cuts is entered
     /// and left to `scan_string`. Returns `NeedMore` when the chunk is used up.
+    /// Compiled once per [`scan::Blocks`] level, like [`fast_string`]: on an
+    /// AVX2 machine the loop runs inside `run_avx2`.
     #[inline(never)]
     fn fast_skip(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
         scan::with_blocks(SkipJob {
@@ -1632,6 +1634,7 @@ impl Tokenizer {
         })
     }
 
+    /// The loop of [`Self::fast_skip`], inlined into each level's copy.
     #[inline(always)]
     fn fast_skip_in(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
         let mut sk = self.skip?;
