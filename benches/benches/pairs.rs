@@ -59,8 +59,7 @@ fn measure(
             engine()
         }
     });
-    let best_e = pairs.iter().map(|p| p.0).fold(f64::MAX, f64::min);
-    let best_b = pairs.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    let (best_e, best_b) = rbb::bests(&pairs);
     // Speed over speed: the baseline's time over the engine's.
     let spread = rbb::Spread::of(pairs.iter().map(|&(te, tb)| tb / te).collect());
     let mbps = |t: f64| bytes as f64 / t / 1e6;

@@ -346,6 +346,13 @@ pub fn alternate(
     pairs
 }
 
+/// Each side's best (shortest) time over the pairs of [`alternate`].
+pub fn bests(pairs: &[(f64, f64)]) -> (f64, f64) {
+    pairs
+        .iter()
+        .fold((f64::MAX, f64::MAX), |(a, b), &(x, y)| (a.min(x), b.min(y)))
+}
+
 /// The median and quartiles of `v` (NaN when it is empty).
 #[derive(Debug, Clone, Copy)]
 pub struct Spread {

@@ -76,8 +76,7 @@ fn main() {
             std::hint::black_box(engine.run(input, chunk, &mut out));
         });
         let n = pairs.len();
-        let best64 = pairs.iter().map(|p| p.0).fold(f64::MAX, f64::min);
-        let best4 = pairs.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        let (best64, best4) = rbb::bests(&pairs);
         let rbb::Spread {
             median: med,
             q1,
