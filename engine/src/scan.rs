@@ -1236,6 +1236,35 @@ pub fn skip_ws(s: &[u8], i: usize) -> usize {
     }
 }
 
+/// [`skip_ws`] when `s[i]` is already known to be whitespace: the index of
+/// the first non-whitespace byte after it (or `s.len()`). A loop that has
+/// just classified `s[i]` saves classifying it again: in indented JSON every
+/// value and key follows such a run.
+#[inline]
+pub fn skip_ws_after(s: &[u8], i: usize) -> usize {
+    let j = i + 1;
+    match s.get(j) {
+        Some(&c) if is_ws(c) => {}
+        _ => return j,
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::skip_ws_sse2(s, j)
+    }
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    {
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        unsafe { arm::skip_ws_neon(s, j) }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "aarch64", target_feature = "neon")
+    )))]
+    {
+        skip_ws_portable(s, j)
+    }
+}
+
 /// JSON whitespace: space, tab, LF, CR.
 #[inline(always)]
 pub(crate) fn is_ws(b: u8) -> bool {
@@ -1593,6 +1622,9 @@ mod tests {
                     skip_ws_naive(&v, i),
                     "{v:?} at {i}"
                 );
+                if v.get(i).is_some_and(|&b| is_ws(b)) {
+                    assert_eq!(skip_ws_after(&v, i), skip_ws_naive(&v, i), "{v:?} at {i}");
+                }
             }
         }
     }

@@ -1071,7 +1071,7 @@ impl Tokenizer {
                     // Structural states: skip whitespace, then one byte decides.
                     let mut i = *pos;
                     if chunk.get(i).is_some_and(|&b| scan::is_ws(b)) {
-                        i = scan::skip_ws(chunk, i);
+                        i = scan::skip_ws_after(chunk, i);
                     }
                     *pos = i;
                     let Some(&b) = chunk.get(i) else {
@@ -1644,7 +1644,7 @@ impl Tokenizer {
         let mut entered = None;
         while let Some(&b) = chunk.get(i) {
             if scan::is_ws(b) {
-                i = scan::skip_ws(chunk, i);
+                i = scan::skip_ws_after(chunk, i);
                 continue;
             }
             match (state, b) {
@@ -1770,7 +1770,7 @@ impl Tokenizer {
         let mut state = self.state;
         while let Some(&b) = chunk.get(i) {
             if scan::is_ws(b) {
-                i = scan::skip_ws(chunk, i);
+                i = scan::skip_ws_after(chunk, i);
                 continue;
             }
             match (state, b) {
