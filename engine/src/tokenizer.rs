@@ -165,8 +165,8 @@ struct SkipJob<'a, 'b> {
 impl scan::BlockJob for SkipJob<'_, '_> {
     type Out = Option<Tok>;
     #[inline(always)]
-    fn run<B: scan::Blocks>(self, _blocks: B) -> Option<Tok> {
-        self.lex.fast_skip_in(self.chunk, self.pos)
+    fn run<B: scan::Blocks>(self, blocks: B) -> Option<Tok> {
+        self.lex.fast_skip_in(blocks, self.chunk, self.pos)
     }
 }
 
@@ -1636,7 +1636,12 @@ impl Tokenizer {
 
     /// The loop of [`Self::fast_skip`], inlined into each level's copy.
     #[inline(always)]
-    fn fast_skip_in(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
+    fn fast_skip_in<B: scan::Blocks>(
+        &mut self,
+        blocks: B,
+        chunk: &[u8],
+        pos: &mut usize,
+    ) -> Option<Tok> {
         let mut sk = self.skip?;
         let mut i = *pos;
         let mut state = self.state;
@@ -1644,7 +1649,7 @@ impl Tokenizer {
         let mut entered = None;
         while let Some(&b) = chunk.get(i) {
             if scan::is_ws(b) {
-                i = scan::skip_ws_after(chunk, i);
+                i = blocks.skip_ws_after(chunk, i);
                 continue;
             }
             match (state, b) {
