@@ -79,6 +79,38 @@ pub fn scan_swar(s: &[u8]) -> Run {
     }
 }
 
+/// The oracle of [`ascii_run`]: the index of the first byte that is `"`,
+/// `\`, a control byte or non-ASCII (or the length).
+pub fn ascii_run_naive(s: &[u8]) -> usize {
+    s.iter()
+        .position(|&b| is_special(b) || b >= 0x80)
+        .unwrap_or(s.len())
+}
+
+/// The portable twin of [`ascii_run`]: eight bytes at a time in a `u64`.
+pub fn ascii_run_swar(s: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(w) = s.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let x = u64::from_le_bytes(a);
+        let q = x ^ (LO * b'"' as u64);
+        let b = x ^ (LO * b'\\' as u64);
+        // As in `scan_swar`, plus the high bit of every non-ASCII byte; a
+        // borrow flags only bytes after a real hit.
+        let hit = (q.wrapping_sub(LO) & !q)
+            | (b.wrapping_sub(LO) & !b)
+            | (x.wrapping_sub(LO * 0x20) & !x)
+            | x;
+        let hit = hit & HI;
+        if hit != 0 {
+            return i + (hit.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + ascii_run_naive(s.get(i..).unwrap_or(&[]))
+}
+
 // ---------------------------------------------------------------- UTF-8 flags
 //
 // UTF-8 is checked a block at a time by looking at every byte together with
@@ -327,6 +359,67 @@ mod x86 {
             end: i + tail.end,
             non_ascii: non_ascii || tail.non_ascii,
         }
+    }
+
+    /// [`super::ascii_run`] sixteen bytes a step with SSE2, which every
+    /// x86_64 CPU has.
+    #[inline]
+    pub fn ascii_run_sse2(s: &[u8]) -> usize {
+        let mut i = 0;
+        while let Some(w) = s.get(i..i + 16) {
+            // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64
+            // baseline; loadu has no alignment need.
+            let hit = unsafe {
+                let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
+                // Below 0x20 as a signed byte: a control byte or non-ASCII.
+                let low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+                let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+                _mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, b))) as u32
+            };
+            if hit != 0 {
+                return i + hit.trailing_zeros() as usize;
+            }
+            i += 16;
+        }
+        i + super::ascii_run_naive(s.get(i..).unwrap_or(&[]))
+    }
+
+    /// The bytes of `v` that end a plain-ASCII run: below 0x20 as signed
+    /// bytes (control bytes and non-ASCII), `"` and `\`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn ascii_stops(v: __m256i) -> __m256i {
+        let low = _mm256_cmpgt_epi8(_mm256_set1_epi8(0x20), v);
+        let q = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'"' as i8));
+        let b = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+        _mm256_or_si256(low, _mm256_or_si256(q, b))
+    }
+
+    /// [`super::ascii_run`] 64 bytes a step: three compares and one mask
+    /// per 32 bytes, where the string blocks also sort continuation bytes
+    /// and count them.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn ascii_run_avx2(s: &[u8]) -> usize {
+        let mut i = 0;
+        while let Some(w) = s.get(i..i + 64) {
+            // SAFETY: `w` is 64 readable bytes; loadu has no alignment need.
+            let (lo, hi) = unsafe {
+                let p = w.as_ptr() as *const __m256i;
+                (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
+            };
+            let (a, b) = (ascii_stops(lo), ascii_stops(hi));
+            if _mm256_movemask_epi8(_mm256_or_si256(a, b)) != 0 {
+                let m = _mm256_movemask_epi8(a) as u32 as u64
+                    | (_mm256_movemask_epi8(b) as u32 as u64) << 32;
+                return i + m.trailing_zeros() as usize;
+            }
+            i += 64;
+        }
+        i + ascii_run_sse2(s.get(i..).unwrap_or(&[]))
     }
 
     /// [`super::skip_ws`] with SSE2, which every x86_64 CPU has.
@@ -762,6 +855,21 @@ mod arm {
             end: i + tail.end,
             non_ascii: non_ascii || tail.non_ascii,
         }
+    }
+
+    /// [`super::ascii_run`] sixteen bytes a step.
+    #[target_feature(enable = "neon")]
+    pub fn ascii_run_neon(s: &[u8]) -> usize {
+        let mut i = 0;
+        while let Some(w) = s.get(i..i + 16).and_then(|w| <&[u8; 16]>::try_from(w).ok()) {
+            let v = load16(w);
+            let hit = nibbles(vorrq_u8(special(v), high(v)));
+            if hit != 0 {
+                return i + (hit.trailing_zeros() / 4) as usize;
+            }
+            i += 16;
+        }
+        i + super::ascii_run_naive(s.get(i..).unwrap_or(&[]))
     }
 
     /// [`super::skip_ws`] sixteen bytes a step.
@@ -1475,6 +1583,35 @@ pub fn scan_at(level: Level, s: &[u8]) -> Run {
     }
 }
 
+/// The length of the plain-ASCII prefix of `s`: the index of its first `"`,
+/// `\`, control or non-ASCII byte (or `s.len()`). Where a string body goes
+/// on from the last chunk (a base64 blob, long text), this prefix needs no
+/// UTF-8 check and no character count: each byte is one character.
+#[inline]
+pub fn ascii_run(s: &[u8]) -> usize {
+    if s.len() < 16 {
+        return ascii_run_naive(s);
+    }
+    ascii_run_at(detect(), s)
+}
+
+/// [`ascii_run`] with a given implementation (portable where unsupported).
+pub fn ascii_run_at(level: Level, s: &[u8]) -> usize {
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 if avx2_ok() => {
+            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
+            unsafe { x86::ascii_run_avx2(s) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Sse2 | Level::Avx2 => x86::ascii_run_sse2(s),
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        Level::Neon => unsafe { arm::ascii_run_neon(s) },
+        _ => ascii_run_swar(s),
+    }
+}
+
 /// One step of xorshift64: the tests' source of varied, repeatable inputs.
 #[cfg(test)]
 pub(crate) fn xorshift(x: &mut u64) -> u64 {
@@ -1495,6 +1632,12 @@ mod tests {
             assert_eq!(scan_at(l, s), want, "{l:?} {s:?}");
         }
         assert_eq!(scan(s), want);
+        let want = ascii_run_naive(s);
+        assert_eq!(ascii_run_swar(s), want, "ascii swar {s:?}");
+        for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+            assert_eq!(ascii_run_at(l, s), want, "ascii {l:?} {s:?}");
+        }
+        assert_eq!(ascii_run(s), want);
     }
 
     /// On aarch64 the twin tests compare NEON with the portable code only if

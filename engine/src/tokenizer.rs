@@ -1315,6 +1315,25 @@ impl Tokenizer {
                 } else {
                     n
                 };
+                if i == 0 && !self.decode_key {
+                    // The string goes on from the last chunk (a long text or
+                    // blob; the usual start of a feed inside one): its
+                    // plain-ASCII prefix first, with the leanest scan. Each
+                    // byte is one unit and one character, and fits: the
+                    // window is the allowance.
+                    let a = scan::ascii_run(chunk.get(..lim).unwrap_or(chunk));
+                    if a > 0 {
+                        let run = a as u64;
+                        self.dec_total += run;
+                        self.chars_total += run;
+                        if self.keep {
+                            self.allow_dec -= run;
+                            self.allow_enc -= run;
+                        }
+                        i = a;
+                        continue;
+                    }
+                }
                 let f = match scan::short_string(chunk, i) {
                     // The rest of a short plain-ASCII string, in one step (a key
                     // being decoded too: its decoded bytes are these bytes).
