@@ -1320,7 +1320,8 @@ impl Tokenizer {
                     // blob; the usual start of a feed inside one): its
                     // plain-ASCII prefix first, with the leanest scan. Each
                     // byte is one unit and one character, and fits: the
-                    // window is the allowance.
+                    // window is the allowance. (A string that starts in this
+                    // chunk tries the short step first, below.)
                     let a = scan::ascii_run(chunk.get(..lim).unwrap_or(chunk));
                     if a > 0 {
                         let run = a as u64;
@@ -1349,7 +1350,25 @@ impl Tokenizer {
                             chars: run,
                         }
                     }
-                    _ if !self.decode_key => fast_string(chunk.get(..lim).unwrap_or(chunk), i),
+                    _ if !self.decode_key => {
+                        let a = if i == start && i > 0 {
+                            scan::ascii_run(chunk.get(i..lim).unwrap_or(&[]))
+                        } else {
+                            0
+                        };
+                        if a > 0 {
+                            let run = a as u64;
+                            self.dec_total += run;
+                            self.chars_total += run;
+                            if self.keep {
+                                self.allow_dec -= run;
+                                self.allow_enc -= run;
+                            }
+                            i += a;
+                            continue;
+                        }
+                        fast_string(chunk.get(..lim).unwrap_or(chunk), i)
+                    }
                     _ => FastStr::none(i),
                 };
                 if f.end > i || f.quote {
