@@ -480,6 +480,31 @@ mod x86 {
         (w.get(k) == Some(&b'"')).then_some(i + k)
     }
 
+    /// [`super::medium_string`] with SSE2: up to four 16-byte steps.
+    #[inline]
+    pub fn medium_string_sse2(s: &[u8], i: usize) -> Option<usize> {
+        let mut j = i;
+        for _ in 0..4 {
+            let w = s.get(j..j + 16)?;
+            // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64
+            // baseline; loadu has no alignment need.
+            let mask = unsafe {
+                let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
+                // Below 0x20 as a signed byte: a control byte or non-ASCII.
+                let low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+                let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+                _mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, b))) as u32
+            };
+            if mask != 0 {
+                let k = mask.trailing_zeros() as usize;
+                return (w.get(k) == Some(&b'"')).then_some(j + k);
+            }
+            j += 16;
+        }
+        None
+    }
+
     /// Special, continuation and high-bit masks of 32 bytes.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -918,6 +943,24 @@ mod arm {
         (w.get(k) == Some(&b'"')).then_some(i + k)
     }
 
+    /// [`super::medium_string`]: up to four 16-byte steps.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    pub fn medium_string_neon(s: &[u8], i: usize) -> Option<usize> {
+        let mut j = i;
+        for _ in 0..4 {
+            let w = s.get(j..j + 16)?;
+            let v = load16(w.try_into().ok()?);
+            let stop = nibbles(vorrq_u8(special(v), high(v)));
+            if stop != 0 {
+                let k = (stop.trailing_zeros() / 4) as usize;
+                return (w.get(k) == Some(&b'"')).then_some(j + k);
+            }
+            j += 16;
+        }
+        None
+    }
+
     /// The UTF-8 flags of the 16 bytes `cur`, whose 16 predecessors are `prev`.
     #[target_feature(enable = "neon")]
     #[inline]
@@ -1340,6 +1383,39 @@ pub fn short_string(s: &[u8], i: usize) -> Option<usize> {
 /// The portable twin (and oracle) of [`short_string`].
 pub fn short_string_portable(s: &[u8], i: usize) -> Option<usize> {
     let w = s.get(i..i + 16)?;
+    let k = w.iter().position(|&b| is_special(b) || b >= 0x80)?;
+    (w.get(k) == Some(&b'"')).then_some(i + k)
+}
+
+/// [`short_string`] for up to 64 bytes: the index of the closing quote when
+/// the string body at `s[i]` ends within the whole 16-byte steps readable
+/// from `i` (at most four) with only plain printable ASCII before it. The
+/// medium string (a URL, a date, an id, a sentence) without the setup of the
+/// block walk, which it would finish in one block anyway.
+#[inline]
+pub fn medium_string(s: &[u8], i: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::medium_string_sse2(s, i)
+    }
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
+    {
+        // SAFETY: `arm` is compiled only where the target enables NEON.
+        unsafe { arm::medium_string_neon(s, i) }
+    }
+    #[cfg(not(any(
+        target_arch = "x86_64",
+        all(target_arch = "aarch64", target_feature = "neon")
+    )))]
+    {
+        medium_string_portable(s, i)
+    }
+}
+
+/// The portable twin (and oracle) of [`medium_string`].
+pub fn medium_string_portable(s: &[u8], i: usize) -> Option<usize> {
+    let steps = (s.len().checked_sub(i)? / 16).min(4);
+    let w = s.get(i..i + 16 * steps)?;
     let k = w.iter().position(|&b| is_special(b) || b >= 0x80)?;
     (w.get(k) == Some(&b'"')).then_some(i + k)
 }
@@ -1782,6 +1858,36 @@ mod tests {
                 .collect();
             check_blocks(&v);
         }
+    }
+
+    #[test]
+    fn medium_string_matches_its_twin() {
+        let bytes = [b'"', b'\\', 0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xFF, b' '];
+        let mut x: u64 = 0x0DDB_A11C_AFE5_EED5;
+        let mut found = 0;
+        for _ in 0..50_000 {
+            xorshift(&mut x);
+            let len = (x % 90) as usize;
+            // Sparse stops, so that runs of plain bytes reach every step.
+            let gap = 8 + (x >> 8) as usize % 60;
+            let mut y = x;
+            let v: Vec<u8> = (0..len)
+                .map(|_| {
+                    xorshift(&mut y);
+                    if y as usize % gap == 0 {
+                        bytes[(y >> 32) as usize % bytes.len()]
+                    } else {
+                        b'a'
+                    }
+                })
+                .collect();
+            for i in 0..=len + 1 {
+                let want = medium_string_portable(&v, i);
+                found += want.is_some() as u32;
+                assert_eq!(medium_string(&v, i), want, "{v:?} at {i}");
+            }
+        }
+        assert!(found > 10_000, "{found}");
     }
 
     #[test]

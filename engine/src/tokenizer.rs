@@ -369,6 +369,17 @@ impl FastStr {
 /// level, so the block masks inline into this loop.
 #[inline(never)]
 fn fast_string(chunk: &[u8], start: usize) -> FastStr {
+    // A string that ends within 64 bytes, plain ASCII up to its quote (a URL,
+    // a date, an id, a sentence), needs none of the walk's setup.
+    if let Some(q) = scan::medium_string(chunk, start) {
+        let run = (q - start) as u64;
+        return FastStr {
+            end: q,
+            quote: true,
+            dec: run,
+            chars: run,
+        };
+    }
     scan::with_blocks(StrJob(chunk, start))
 }
 
