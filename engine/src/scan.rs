@@ -462,29 +462,11 @@ mod x86 {
         Some(mask)
     }
 
-    /// [`super::short_string`] with SSE2, which every x86_64 CPU has.
+    /// [`super::plain_string`] with SSE2, which every x86_64 CPU has.
     #[inline]
-    pub fn short_string_sse2(s: &[u8], i: usize) -> Option<usize> {
-        let w = s.get(i..i + 16)?;
-        // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64 baseline,
-        // so these intrinsics are always available; loadu has no alignment need.
-        let mask = unsafe {
-            let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
-            let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            let ctrl_max = _mm_set1_epi8(0x1F);
-            let c = _mm_cmpeq_epi8(_mm_max_epu8(v, ctrl_max), ctrl_max);
-            (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(q, b), c)) | _mm_movemask_epi8(v)) as u32
-        };
-        let k = mask.trailing_zeros() as usize;
-        (w.get(k) == Some(&b'"')).then_some(i + k)
-    }
-
-    /// [`super::medium_string`] with SSE2: up to four 16-byte steps.
-    #[inline]
-    pub fn medium_string_sse2(s: &[u8], i: usize) -> Option<usize> {
+    pub fn plain_string_sse2<const STEPS: usize>(s: &[u8], i: usize) -> Option<usize> {
         let mut j = i;
-        for _ in 0..4 {
+        for _ in 0..STEPS {
             let w = s.get(j..j + 16)?;
             // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64
             // baseline; loadu has no alignment need.
@@ -931,24 +913,12 @@ mod arm {
         Some(bits32(da, db))
     }
 
-    /// [`super::short_string`]: the first byte that is special or non-ASCII,
-    /// if it is a quote.
+    /// [`super::plain_string`] sixteen bytes a step.
     #[target_feature(enable = "neon")]
     #[inline]
-    pub fn short_string_neon(s: &[u8], i: usize) -> Option<usize> {
-        let w = s.get(i..i + 16)?;
-        let v = load16(w.try_into().ok()?);
-        let stop = nibbles(vorrq_u8(special(v), high(v)));
-        let k = (stop.trailing_zeros() / 4) as usize;
-        (w.get(k) == Some(&b'"')).then_some(i + k)
-    }
-
-    /// [`super::medium_string`]: up to four 16-byte steps.
-    #[target_feature(enable = "neon")]
-    #[inline]
-    pub fn medium_string_neon(s: &[u8], i: usize) -> Option<usize> {
+    pub fn plain_string_neon<const STEPS: usize>(s: &[u8], i: usize) -> Option<usize> {
         let mut j = i;
-        for _ in 0..4 {
+        for _ in 0..STEPS {
             let w = s.get(j..j + 16)?;
             let v = load16(w.try_into().ok()?);
             let stop = nibbles(vorrq_u8(special(v), high(v)));
@@ -1357,67 +1327,50 @@ pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], from: usize, i: usize, eage
 }
 
 /// The index of the closing quote when a string body starting at `s[i]` ends
-/// within the next 16 bytes and everything before that quote is plain
-/// printable ASCII (no escape, control or non-ASCII byte); otherwise `None`.
-/// Needs 16 readable bytes at `i`. The common short key or value, in one step.
+/// within its first `STEPS` 16-byte steps and everything before that quote is
+/// plain printable ASCII (no escape, control or non-ASCII byte); otherwise
+/// `None`. Only whole steps are read: fewer than 16 readable bytes at `i` give
+/// `None`.
 #[inline]
-pub fn short_string(s: &[u8], i: usize) -> Option<usize> {
+pub fn plain_string<const STEPS: usize>(s: &[u8], i: usize) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
-        x86::short_string_sse2(s, i)
+        x86::plain_string_sse2::<STEPS>(s, i)
     }
     #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
     {
         // SAFETY: `arm` is compiled only where the target enables NEON.
-        unsafe { arm::short_string_neon(s, i) }
+        unsafe { arm::plain_string_neon::<STEPS>(s, i) }
     }
     #[cfg(not(any(
         target_arch = "x86_64",
         all(target_arch = "aarch64", target_feature = "neon")
     )))]
     {
-        short_string_portable(s, i)
+        plain_string_portable::<STEPS>(s, i)
     }
 }
 
-/// The portable twin (and oracle) of [`short_string`].
-pub fn short_string_portable(s: &[u8], i: usize) -> Option<usize> {
-    let w = s.get(i..i + 16)?;
-    let k = w.iter().position(|&b| is_special(b) || b >= 0x80)?;
-    (w.get(k) == Some(&b'"')).then_some(i + k)
-}
-
-/// [`short_string`] for up to 64 bytes: the index of the closing quote when
-/// the string body at `s[i]` ends within the whole 16-byte steps readable
-/// from `i` (at most four) with only plain printable ASCII before it. The
-/// medium string (a URL, a date, an id, a sentence) without the setup of the
-/// block walk, which it would finish in one block anyway.
-#[inline]
-pub fn medium_string(s: &[u8], i: usize) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        x86::medium_string_sse2(s, i)
-    }
-    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    {
-        // SAFETY: `arm` is compiled only where the target enables NEON.
-        unsafe { arm::medium_string_neon(s, i) }
-    }
-    #[cfg(not(any(
-        target_arch = "x86_64",
-        all(target_arch = "aarch64", target_feature = "neon")
-    )))]
-    {
-        medium_string_portable(s, i)
-    }
-}
-
-/// The portable twin (and oracle) of [`medium_string`].
-pub fn medium_string_portable(s: &[u8], i: usize) -> Option<usize> {
-    let steps = (s.len().checked_sub(i)? / 16).min(4);
+/// The portable twin (and oracle) of [`plain_string`].
+pub fn plain_string_portable<const STEPS: usize>(s: &[u8], i: usize) -> Option<usize> {
+    let steps = (s.len().checked_sub(i)? / 16).min(STEPS);
     let w = s.get(i..i + 16 * steps)?;
     let k = w.iter().position(|&b| is_special(b) || b >= 0x80)?;
     (w.get(k) == Some(&b'"')).then_some(i + k)
+}
+
+/// The common short key or value, in one step: [`plain_string`] over 16 bytes.
+#[inline]
+pub fn short_string(s: &[u8], i: usize) -> Option<usize> {
+    plain_string::<1>(s, i)
+}
+
+/// The medium string (a URL, a date, an id, a sentence) without the setup of
+/// the block walk, which it would finish in one block anyway:
+/// [`plain_string`] over up to 64 bytes.
+#[inline]
+pub fn medium_string(s: &[u8], i: usize) -> Option<usize> {
+    plain_string::<4>(s, i)
 }
 
 /// Bit `k` set when `s[i + k]` is an ASCII digit, for the 32 bytes from `i`
@@ -1882,7 +1835,7 @@ mod tests {
                 })
                 .collect();
             for i in 0..=len + 1 {
-                let want = medium_string_portable(&v, i);
+                let want = plain_string_portable::<4>(&v, i);
                 found += want.is_some() as u32;
                 assert_eq!(medium_string(&v, i), want, "{v:?} at {i}");
             }
@@ -1910,7 +1863,7 @@ mod tests {
             for i in 0..=len {
                 assert_eq!(
                     short_string(&v, i),
-                    short_string_portable(&v, i),
+                    plain_string_portable::<1>(&v, i),
                     "{v:?} at {i}"
                 );
             }

@@ -1047,6 +1047,20 @@ impl Tokenizer {
         true
     }
 
+    /// Count `len` bytes of plain ASCII taken inside the current string: each
+    /// is one unit, one decoded byte and one character, and (the scans look
+    /// no further than the allowance) each fits.
+    #[inline(always)]
+    fn take_plain(&mut self, len: usize) {
+        let run = len as u64;
+        self.dec_total += run;
+        self.chars_total += run;
+        if self.keep {
+            self.allow_dec -= run;
+            self.allow_enc -= run;
+        }
+    }
+
     /// Pull the next token from `chunk`, starting at `*pos`.
     pub fn next(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Tok, Error> {
         if self.ended {
@@ -1335,13 +1349,7 @@ impl Tokenizer {
                     // chunk tries the short step first, below.)
                     let a = scan::ascii_run(chunk.get(..lim).unwrap_or(chunk));
                     if a > 0 {
-                        let run = a as u64;
-                        self.dec_total += run;
-                        self.chars_total += run;
-                        if self.keep {
-                            self.allow_dec -= run;
-                            self.allow_enc -= run;
-                        }
+                        self.take_plain(a);
                         i = a;
                         continue;
                     }
@@ -1368,13 +1376,7 @@ impl Tokenizer {
                             0
                         };
                         if a > 0 {
-                            let run = a as u64;
-                            self.dec_total += run;
-                            self.chars_total += run;
-                            if self.keep {
-                                self.allow_dec -= run;
-                                self.allow_enc -= run;
-                            }
+                            self.take_plain(a);
                             i += a;
                             continue;
                         }
