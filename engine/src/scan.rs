@@ -361,22 +361,29 @@ mod x86 {
         }
     }
 
+    /// Bit `k` set when `w[k]` ends a plain-ASCII run: a control or
+    /// non-ASCII byte (both below 0x20 as a signed byte), `"` or `\`. The
+    /// 16-byte step of [`ascii_run_sse2`] and [`plain_string_sse2`].
+    #[inline(always)]
+    fn plain_stops_sse2(w: &[u8; 16]) -> u32 {
+        // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64
+        // baseline; loadu has no alignment need.
+        unsafe {
+            let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
+            let low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
+            let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+            let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+            _mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, b))) as u32
+        }
+    }
+
     /// [`super::ascii_run`] sixteen bytes a step with SSE2, which every
     /// x86_64 CPU has.
     #[inline]
     pub fn ascii_run_sse2(s: &[u8]) -> usize {
         let mut i = 0;
-        while let Some(w) = s.get(i..i + 16) {
-            // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64
-            // baseline; loadu has no alignment need.
-            let hit = unsafe {
-                let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
-                // Below 0x20 as a signed byte: a control byte or non-ASCII.
-                let low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
-                let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-                let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-                _mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, b))) as u32
-            };
+        while let Some(w) = s.get(i..i + 16).and_then(|w| <&[u8; 16]>::try_from(w).ok()) {
+            let hit = plain_stops_sse2(w);
             if hit != 0 {
                 return i + hit.trailing_zeros() as usize;
             }
@@ -467,17 +474,8 @@ mod x86 {
     pub fn plain_string_sse2<const STEPS: usize>(s: &[u8], i: usize) -> Option<usize> {
         let mut j = i;
         for _ in 0..STEPS {
-            let w = s.get(j..j + 16)?;
-            // SAFETY: `w` is 16 readable bytes; SSE2 is part of the x86_64
-            // baseline; loadu has no alignment need.
-            let mask = unsafe {
-                let v = _mm_loadu_si128(w.as_ptr() as *const __m128i);
-                // Below 0x20 as a signed byte: a control byte or non-ASCII.
-                let low = _mm_cmplt_epi8(v, _mm_set1_epi8(0x20));
-                let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-                let b = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-                _mm_movemask_epi8(_mm_or_si128(low, _mm_or_si128(q, b))) as u32
-            };
+            let w: &[u8; 16] = s.get(j..j + 16)?.try_into().ok()?;
+            let mask = plain_stops_sse2(w);
             if mask != 0 {
                 let k = mask.trailing_zeros() as usize;
                 return (w.get(k) == Some(&b'"')).then_some(j + k);
@@ -1418,6 +1416,13 @@ pub fn skip_ws(s: &[u8], i: usize) -> usize {
             return i + 1;
         }
     }
+    skip_ws_run(s, i)
+}
+
+/// The whitespace walk of [`skip_ws`] and [`skip_ws_after`], sixteen bytes a
+/// step: SSE2 on x86_64, NEON on aarch64, else the portable twin.
+#[inline(always)]
+fn skip_ws_run(s: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         x86::skip_ws_sse2(s, i)
@@ -1447,22 +1452,7 @@ pub fn skip_ws_after(s: &[u8], i: usize) -> usize {
         Some(&c) if is_ws(c) => {}
         _ => return j,
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        x86::skip_ws_sse2(s, j)
-    }
-    #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
-    {
-        // SAFETY: `arm` is compiled only where the target enables NEON.
-        unsafe { arm::skip_ws_neon(s, j) }
-    }
-    #[cfg(not(any(
-        target_arch = "x86_64",
-        all(target_arch = "aarch64", target_feature = "neon")
-    )))]
-    {
-        skip_ws_portable(s, j)
-    }
+    skip_ws_run(s, j)
 }
 
 /// JSON whitespace: space, tab, LF, CR.
