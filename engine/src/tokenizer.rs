@@ -574,6 +574,50 @@ fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
     f.quote.then_some((f.end, f.dec))
 }
 
+/// The state after a value inside a container ends at `chunk[*i]` (for the
+/// skip loop): a `,` right after it, as most JSON is written, is taken at
+/// once; in an object so are the key after it (past any whitespace) and the
+/// key's colon, when the key ends in the chunk. Each saves the loop a trip
+/// round its dispatch.
+#[inline(always)]
+fn separator_after_value<B: scan::Blocks>(
+    blocks: B,
+    chunk: &[u8],
+    i: &mut usize,
+    in_obj: bool,
+) -> State {
+    if chunk.get(*i) != Some(&b',') {
+        return State::After;
+    }
+    *i += 1;
+    if !in_obj {
+        return State::Value;
+    }
+    if chunk.get(*i).is_some_and(|&c| scan::is_ws(c)) {
+        *i = blocks.skip_ws_after(chunk, *i);
+    }
+    if chunk.get(*i) == Some(&b'"') {
+        if let Ok(end) = skip_string(chunk, *i + 1) {
+            return colon_after_key(chunk, end, i);
+        }
+    }
+    // The loop takes the key (or enters it, when the chunk ends inside it).
+    State::ObjKey
+}
+
+/// The state after a key whose closing quote is at `end - 1` (for the skip
+/// loop): the colon right after it is taken too.
+#[inline(always)]
+fn colon_after_key(chunk: &[u8], end: usize, i: &mut usize) -> State {
+    if chunk.get(end) == Some(&b':') {
+        *i = end + 1;
+        State::Value
+    } else {
+        *i = end;
+        State::Colon
+    }
+}
+
 /// The literal (`true`, `false` or `null`) spelled out whole at `chunk[i]`,
 /// compared as a fixed-size word rather than through a `memcmp` call.
 #[inline(always)]
@@ -618,23 +662,25 @@ fn digits_end(s: &[u8], mut j: usize) -> usize {
 /// ([`number_in_mask`]); a longer one, or one near the chunk end, byte-wise.
 #[inline(always)]
 fn number_end(chunk: &[u8], i: usize) -> Option<usize> {
-    match scan::digits32(chunk, i).map(|d| number_in_mask(chunk, i, d)) {
-        Some(Some(end)) => end,
+    let window = chunk.get(i..).and_then(|s| s.first_chunk::<32>());
+    match window.and_then(|w| Some(number_in_mask(w, scan::digits32(w, 0)?))) {
+        Some(Some(len)) => len.map(|n| i + n as usize),
         _ => number_end_bytes(chunk, i),
     }
 }
 
-/// [`number_end`] from `d`, the digit mask of the 32 bytes at `chunk[i]`:
-/// each digit run ends at the next zero bit, so only the sign, the dot and
-/// the exponent are read as bytes. `None` when the number reaches the 32nd
-/// byte (it may go on past the mask).
+/// [`number_end`] from `d`, the digit mask of `w`, the 32 bytes the number
+/// starts: each digit run ends at the next zero bit, so only the sign, the
+/// dot and the exponent are read as bytes (from `w`, so no read is checked
+/// against the chunk's length). The number's length, or `None` when it
+/// reaches the 32nd byte (it may go on past the mask).
 #[inline(always)]
-fn number_in_mask(chunk: &[u8], i: usize, d: u32) -> Option<Option<usize>> {
+fn number_in_mask(w: &[u8; 32], d: u32) -> Option<Option<u32>> {
     // The first non-digit at or after bit `k`; `None` when the digits run to
     // the mask's end (the number may go on past it).
     let run =
         |k: u32| Some(((!d as u64 | !0u64 << 32) >> k).trailing_zeros() + k).filter(|&e| e < 32);
-    let at = |k: u32| chunk.get(i + k as usize).copied();
+    let at = |k: u32| w.get(k as usize).copied();
     let int = (at(0) == Some(b'-')) as u32;
     let mut end = run(int)?;
     // No digit, or a leading zero with more digits after it.
@@ -659,7 +705,7 @@ fn number_in_mask(chunk: &[u8], i: usize, d: u32) -> Option<Option<usize>> {
         }
         end = exp;
     }
-    Some(Some(i + end as usize))
+    Some(Some(end))
 }
 
 /// [`number_end`] byte-wise (digit runs eight bytes a step); the oracle of
@@ -1697,6 +1743,15 @@ impl Tokenizer {
         let mut i = *pos;
         let mut state = self.state;
         let mut depth = self.depth;
+        // The innermost container is an object (the stack's top, kept in a
+        // register: every `,` and closer asks).
+        let mut in_obj = self.in_object();
+        // A closer at or above this depth ends the skip (for `skip_one`, so
+        // does the one at `depth + 1`, which closes the skipped value).
+        let close_floor = sk.depth + u32::from(sk.one);
+        // A value that starts at this depth is `skip_one`'s own: the byte-wise
+        // machine opens it (`u32::MAX`, never a depth, for `skip_rest`).
+        let one_depth = if sk.one { sk.depth } else { u32::MAX };
         let mut entered = None;
         while let Some(&b) = chunk.get(i) {
             if scan::is_ws(b) {
@@ -1704,15 +1759,16 @@ impl Tokenizer {
                 continue;
             }
             match (state, b) {
-                (State::After, b',') | (State::Colon, b':') => {
-                    state = self.after_separator(b);
+                (State::After, b',') => {
+                    state = if in_obj { State::ObjKey } else { State::Value };
+                    i += 1;
+                }
+                (State::Colon, b':') => {
+                    state = State::Value;
                     i += 1;
                 }
                 (State::ObjFirst | State::ObjKey, b'"') => match skip_string(chunk, i + 1) {
-                    Ok(end) => {
-                        i = end;
-                        state = State::Colon;
-                    }
+                    Ok(end) => state = colon_after_key(chunk, end, &mut i),
                     Err(f) => {
                         entered = Some((true, f));
                         break;
@@ -1720,22 +1776,20 @@ impl Tokenizer {
                 },
                 (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
                     let obj = b == b'}';
-                    if self.stack.last() != Some(&obj)
-                        || depth <= sk.depth
-                        || (sk.one && depth == sk.depth + 1)
-                    {
+                    if in_obj != obj || depth <= close_floor {
                         break;
                     }
                     self.stack.pop();
+                    in_obj = self.in_object();
                     depth -= 1;
-                    state = State::After;
                     i += 1;
+                    state = separator_after_value(blocks, chunk, &mut i, in_obj);
                 }
                 (State::Value | State::ArrFirst, _) => {
-                    let at_level = depth == sk.depth;
-                    if at_level && sk.one {
+                    if depth == one_depth {
                         break;
                     }
+                    let at_level = depth == sk.depth;
                     match b {
                         b'"' => match skip_string(chunk, i + 1) {
                             Ok(end) => i = end,
@@ -1753,6 +1807,7 @@ impl Tokenizer {
                             }
                             let obj = b == b'{';
                             self.stack.push(obj);
+                            in_obj = obj;
                             depth += 1;
                             if at_level {
                                 sk.count += 1;
@@ -1779,7 +1834,7 @@ impl Tokenizer {
                     if at_level {
                         sk.count += 1;
                     }
-                    state = State::After;
+                    state = separator_after_value(blocks, chunk, &mut i, in_obj);
                 }
                 _ => break,
             }
