@@ -10,6 +10,13 @@
 //! disturbs it; on a small input, where a pair takes well under a
 //! millisecond, this is the steadier of the two).
 //!
+//!
+//! For each input it also times the floor under the ratio: a plain copy of
+//! the input into one buffer (`extend_from_slice`, so `memcpy`) in the same
+//! 64 KiB and 4 KiB pieces, alternately in the same way. A pass-through run
+//! copies every byte it keeps, so where the engine's own work is small (a
+//! base64 image) its ratio can be no better than the copy's.
+//!
 //! `cargo run --release -p resultbudget-benches --bin chunk-ratio -- [SECONDS] [--json FILE] [INPUT...]`
 //! (SECONDS per input, default 5; INPUT among the throughput bench's inputs,
 //! default all; `--json` also writes the results to FILE, which
@@ -62,7 +69,7 @@ fn main() {
 
     let mut rows = Vec::new();
     println!(
-        "input         pairs  median 4k/64k  (quartiles)      best 64k MB/s  best 4k MB/s  best 4k/64k"
+        "input         pairs  median 4k/64k  (quartiles)      best 64k MB/s  best 4k MB/s  best 4k/64k  memcpy 4k/64k  (quartiles)"
     );
     for (name, input, mcp) in &inputs {
         let mut engine = if *mcp {
@@ -82,19 +89,37 @@ fn main() {
             q1,
             q3,
         } = rbb::Spread::of(pairs.iter().map(|&(t64, t4)| t64 / t4).collect());
+        // The copy floor: the same bytes, the same pieces, no engine.
+        let copies = rbb::alternate(secs * 0.4, 10, false, &mut |small| {
+            let chunk = if small { SMALL_CHUNK } else { CHUNK };
+            out.clear();
+            for piece in input.chunks(chunk) {
+                out.extend_from_slice(std::hint::black_box(piece));
+            }
+            std::hint::black_box(&out);
+        });
+        let copy = rbb::Spread::of(copies.iter().map(|&(t64, t4)| t64 / t4).collect());
         let mbs = |t: f64| input.len() as f64 / t / 1e6;
         println!(
-            "{name:<13} {n:>5}  {med:>13.3}  ({q1:.3}–{q3:.3})  {:>13.0}  {:>12.0}  {:>11.3}",
+            "{name:<13} {n:>5}  {med:>13.3}  ({q1:.3}–{q3:.3})  {:>13.0}  {:>12.0}  {:>11.3}  {:>13.3}  ({:.3}–{:.3})",
             mbs(best64),
             mbs(best4),
-            best64 / best4
+            best64 / best4,
+            copy.median,
+            copy.q1,
+            copy.q3
         );
         rows.push(format!(
             "  {{\"name\": \"{name}\", \"pairs\": {n}, \"median\": {med:.4}, \"q1\": {q1:.4}, \
-             \"q3\": {q3:.4}, \"best64_mbps\": {:.1}, \"best4_mbps\": {:.1}, \"best_ratio\": {:.4}}}",
+             \"q3\": {q3:.4}, \"best64_mbps\": {:.1}, \"best4_mbps\": {:.1}, \"best_ratio\": {:.4}, \
+             \"copy_pairs\": {}, \"copy_median\": {:.4}, \"copy_q1\": {:.4}, \"copy_q3\": {:.4}}}",
             mbs(best64),
             mbs(best4),
-            best64 / best4
+            best64 / best4,
+            copies.len(),
+            copy.median,
+            copy.q1,
+            copy.q3
         ));
     }
     if let Some(path) = json {
