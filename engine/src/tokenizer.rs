@@ -1759,21 +1759,6 @@ impl Tokenizer {
                 continue;
             }
             match (state, b) {
-                (State::After, b',') => {
-                    state = if in_obj { State::ObjKey } else { State::Value };
-                    i += 1;
-                }
-                (State::Colon, b':') => {
-                    state = State::Value;
-                    i += 1;
-                }
-                (State::ObjFirst | State::ObjKey, b'"') => match skip_string(chunk, i + 1) {
-                    Ok(end) => state = colon_after_key(chunk, end, &mut i),
-                    Err(f) => {
-                        entered = Some((true, f));
-                        break;
-                    }
-                },
                 (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
                     let obj = b == b'}';
                     if in_obj != obj || depth <= close_floor {
@@ -1835,6 +1820,21 @@ impl Tokenizer {
                         sk.count += 1;
                     }
                     state = separator_after_value(blocks, chunk, &mut i, in_obj);
+                }
+                (State::ObjFirst | State::ObjKey, b'"') => match skip_string(chunk, i + 1) {
+                    Ok(end) => state = colon_after_key(chunk, end, &mut i),
+                    Err(f) => {
+                        entered = Some((true, f));
+                        break;
+                    }
+                },
+                (State::After, b',') => {
+                    state = if in_obj { State::ObjKey } else { State::Value };
+                    i += 1;
+                }
+                (State::Colon, b':') => {
+                    state = State::Value;
+                    i += 1;
                 }
                 _ => break,
             }
