@@ -424,7 +424,8 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
                  f"{pairs.get('seconds_per_input', '?')} s per input, so that the machine's drift hits both "
                  "sizes alike. *Median* is the median of the per-pair ratios (quartiles in brackets), "
                  "*best* the ratio of each size's best time.")
-        copy = all("copy_median" in r for r in rows) and rows
+        # The copy-alone column, when chunk-ratio measured it (older runs did not).
+        copy = bool(rows) and all("copy_median" in r for r in rows)
         if copy:
             L.append("")
             L.append("*memcpy* is the floor under the ratio: the same input copied into one buffer "

@@ -10,7 +10,6 @@
 //! disturbs it; on a small input, where a pair takes well under a
 //! millisecond, this is the steadier of the two).
 //!
-//!
 //! For each input it also times the floor under the ratio: a plain copy of
 //! the input into one buffer (`extend_from_slice`, so `memcpy`) in the same
 //! 64 KiB and 4 KiB pieces, alternately in the same way. A pass-through run
