@@ -26,6 +26,9 @@ struct Frame {
     key_off: u32,
     key_len: u32,
     key_ok: bool,
+    /// Set by [`Keeper`] only: the key is `key_len` bytes at `key_off` of the
+    /// chunk it runs over, not yet copied into `keys` (see [`Keeper::flush`]).
+    key_lazy: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +248,7 @@ impl ValueBudget {
             key_off: self.keys.len() as u32,
             key_len: 0,
             key_ok: false,
+            key_lazy: false,
         });
         if self.frames.len() as u64 > self.lim.max_depth as u64 {
             lex.skip_rest(self.top_depth(), 0);
@@ -269,16 +273,9 @@ impl ValueBudget {
         {
             return;
         }
-        let room = out.avail();
-        lex.fast_keep(
-            chunk,
-            pos,
-            &mut Keeper {
-                vb: self,
-                out,
-                room,
-            },
-        );
+        let mut keeper = Keeper::new(self, out, chunk, *pos);
+        lex.fast_keep(chunk, pos, &mut keeper);
+        keeper.flush();
     }
 
     /// Feed one token (never `NeedMore` or `Eof`).
@@ -504,52 +501,192 @@ impl ValueBudget {
 /// commits at the same point and leaves the same state. Everything else
 /// (a limit reached or about to be, the value's own first and last token) is
 /// refused and left to that path.
+///
+/// Writes are coalesced: a token whose output (its comma, if any, and its
+/// bytes) stands in the chunk right after the previous one's is not written
+/// at once but joins a pending run of the chunk, written as one slice when a
+/// token does not join (whitespace between, or a comma the output drops) and
+/// at [`Keeper::flush`]. Compact JSON that passes unchanged is one run. Marks
+/// and commits are taken as positions counting the run, and the last commit
+/// is applied at the flush; nothing reads the output in between.
 struct Keeper<'a> {
     vb: &'a mut ValueBudget,
     out: &'a mut Out,
-    /// `out.avail()`, kept current.
+    /// `out.avail()`, kept current (counting the pending run as written).
     room: u64,
+    /// The chunk the tokens are offered from.
+    chunk: &'a [u8],
+    /// `chunk[run..end]` is accepted output not yet written.
+    run: usize,
+    end: usize,
+    /// The last commit asked for (an output position counting the run), or
+    /// the output's own commit point if none was.
+    commit: u64,
+    /// The lowest frame the loop pushed or gave a key to: from there up the
+    /// frames' key slots are set at the flush.
+    low: usize,
+    /// `out.reserve_floor()`: while `out.reserved` is above it, every open
+    /// scope counts a reserve made or released here.
+    floor: u64,
 }
 
-impl Keeper<'_> {
+impl<'a> Keeper<'a> {
+    fn new(vb: &'a mut ValueBudget, out: &'a mut Out, chunk: &'a [u8], at: usize) -> Self {
+        let room = out.avail();
+        let floor = out.reserve_floor();
+        let low = vb.frames.len();
+        let commit = out.committed();
+        Keeper {
+            vb,
+            out,
+            room,
+            chunk,
+            run: at,
+            end: at,
+            commit,
+            low,
+            floor,
+        }
+    }
+
+    /// Bytes accepted and not yet written.
+    #[inline(always)]
+    fn pending(&self) -> u64 {
+        self.end.saturating_sub(self.run) as u64
+    }
+
+    /// The output position, counting the pending run.
+    #[inline(always)]
+    fn pos(&self) -> u64 {
+        self.out.pos() + self.pending()
+    }
+
+    /// `out.avail()` as if the pending run were written.
+    #[inline(always)]
+    fn avail(&self) -> u64 {
+        self.out.avail().saturating_sub(self.pending())
+    }
+
+    /// Whether a token at `at`, after a comma if `comma`, joins the pending
+    /// run: what it outputs comes next in the chunk.
+    #[inline(always)]
+    fn joins(&self, comma: bool, at: usize) -> bool {
+        if comma {
+            self.end + 1 == at && self.chunk.get(self.end) == Some(&b',')
+        } else {
+            self.end == at
+        }
+    }
+
+    /// Output a comma (if `comma`) and then `chunk[at..end]`: join the run,
+    /// or write the run and then the token (which starts the next run).
+    #[inline(always)]
+    fn put(&mut self, comma: bool, at: usize, end: usize) {
+        if !self.joins(comma, at) {
+            self.write_run();
+            if comma {
+                self.out.byte(b',');
+            }
+            self.out.write(self.chunk.get(at..end).unwrap_or(&[]));
+            self.run = end;
+        }
+        self.end = end;
+    }
+
+    /// [`Keeper::put`] for the one-byte token `b` at `at`.
+    #[inline(always)]
+    fn put_byte(&mut self, comma: bool, at: usize, b: u8) {
+        if !self.joins(comma, at) {
+            self.write_run();
+            if comma {
+                self.out.byte(b',');
+            }
+            self.out.byte(b);
+            self.run = at + 1;
+        }
+        self.end = at + 1;
+    }
+
+    /// Write the pending run.
+    #[inline(always)]
+    fn write_run(&mut self) {
+        if self.end > self.run {
+            self.out
+                .write(self.chunk.get(self.run..self.end).unwrap_or(&[]));
+        }
+        self.run = self.end;
+    }
+
+    /// Write what is pending, apply the last commit and copy the keys still
+    /// in the chunk: call when the loop returns.
+    fn flush(&mut self) {
+        self.write_run();
+        self.out.commit_at(self.commit);
+        let vb = &mut *self.vb;
+        if self.low >= vb.frames.len() {
+            return;
+        }
+        // The frames below `low` are as the token path left them; each frame
+        // from `low` up was pushed here (no key yet, or a lazy one) or had
+        // its key set here (lazy): lay their slots out again above theirs.
+        let below = self.low.checked_sub(1).and_then(|j| vb.frames.get(j));
+        let end = below.map_or(0, |p| p.key_off as usize + p.key_len as usize);
+        vb.keys.truncate(end);
+        let Some(top) = vb.frames.get_mut(self.low..) else {
+            return;
+        };
+        for f in top {
+            let (a, n) = (f.key_off as usize, f.key_len as usize);
+            f.key_off = vb.keys.len() as u32;
+            if f.key_lazy {
+                f.key_lazy = false;
+                vb.keys
+                    .extend_from_slice(self.chunk.get(a..a + n).unwrap_or(&[]));
+            } else {
+                f.key_len = 0;
+            }
+        }
+        self.low = vb.frames.len();
+    }
+
     /// A child of `len` bytes starts in the innermost container; `ends` when it
     /// is complete with this token (a scalar). Checks what `start_child` and
-    /// `value_end` would check, then counts it and writes its comma.
+    /// `value_end` would check, then counts it; returns whether it needs a
+    /// comma (`None` when refused).
     #[inline(always)]
-    fn child(&mut self, len: u64, ends: bool) -> bool {
+    fn child(&mut self, len: u64, ends: bool) -> Option<bool> {
         let max_items = self.vb.lim.max_list_items;
-        let Some(p) = self.vb.frames.last_mut() else {
-            return false;
-        };
+        let p = self.vb.frames.last_mut()?;
         let comma = !p.obj && p.kept > 0;
         let need = len.saturating_add(comma as u64);
         if need > self.room || (!p.obj && ends && p.kept.saturating_add(1) >= max_items) {
-            return false;
+            return None;
         }
         if !p.obj {
             p.seen += 1;
         }
         p.kept += 1;
-        if comma {
-            self.out.byte(b',');
-        }
         self.room -= comma as u64;
-        true
+        Some(comma)
     }
 
-    /// A scalar child was written: what `value_end` does for it.
+    /// A scalar child of `len` bytes was written: what `value_end` does for it.
     #[inline(always)]
     fn ended(&mut self, len: u64) {
         self.room -= len;
         self.vb.mark = None;
-        self.out.commit();
+        self.commit = self.pos();
     }
 }
 
 impl KeepSink for Keeper<'_> {
     #[inline(always)]
-    fn key(&mut self, body: &[u8]) -> bool {
+    fn key(&mut self, at: usize, q: usize) -> bool {
         let max_keys = self.vb.lim.max_map_keys;
+        let Some(body) = self.chunk.get(at + 1..q) else {
+            return false;
+        };
+        let top = self.vb.frames.len().wrapping_sub(1);
         let Some(p) = self.vb.frames.last_mut() else {
             return false;
         };
@@ -560,22 +697,36 @@ impl KeepSink for Keeper<'_> {
             return false;
         }
         p.seen += 1;
-        self.vb.mark = Some(self.out.pos());
-        if comma {
-            self.out.byte(b',');
+        // `key_end`: this object's key slot is the last one. It is copied
+        // there at the flush (most objects the loop opens it also closes).
+        match u32::try_from(at + 1) {
+            Ok(off) => {
+                p.key_off = off;
+                p.key_lazy = true;
+                self.low = self.low.min(top);
+            }
+            Err(_) => {
+                self.vb.keys.truncate(p.key_off as usize);
+                self.vb.keys.extend_from_slice(body);
+                p.key_lazy = false;
+            }
         }
-        self.out.byte(b'"');
-        self.out.write(body);
-        if self.out.unbounded() {
-            self.out.commit();
-        }
-        self.out.write(b"\":");
-        self.room -= need - 1;
-        // `key_end`: this object's key slot is the last one.
-        self.vb.keys.truncate(p.key_off as usize);
-        self.vb.keys.extend_from_slice(body);
         p.key_len = body.len() as u32;
         p.key_ok = true;
+        let start = self.pos();
+        self.vb.mark = Some(start);
+        // The colon joins the run when it follows the key at once.
+        let colon = self.chunk.get(q + 1) == Some(&b':');
+        self.put(comma, at, q + 1 + colon as usize);
+        if !colon {
+            self.write_run();
+            self.out.byte(b':');
+        }
+        if self.out.unbounded() {
+            // Where the token path commits: after the key's text, before `":`.
+            self.commit = start + comma as u64 + 1 + body.len() as u64;
+        }
+        self.room -= need - 1;
         true
     }
 
@@ -586,41 +737,48 @@ impl KeepSink for Keeper<'_> {
     }
 
     #[inline(always)]
-    fn string(&mut self, raw: &[u8], dec: u64) -> bool {
-        // `raw` has its quotes; the allowance `token` would give is
+    fn string(&mut self, at: usize, end: usize, dec: u64) -> bool {
+        // `at..end` has its quotes; the allowance `token` would give is
         // `max_string_bytes` decoded and the room after `"` and its closer.
-        let len = raw.len() as u64;
-        if dec > self.vb.lim.max_string_bytes || !self.child(len, true) {
+        let len = end.saturating_sub(at) as u64;
+        if dec > self.vb.lim.max_string_bytes {
             return false;
         }
-        self.out.write(raw);
+        let Some(comma) = self.child(len, true) else {
+            return false;
+        };
+        self.put(comma, at, end);
         self.ended(len);
         true
     }
 
     #[inline(always)]
-    fn scalar(&mut self, raw: &[u8]) -> bool {
-        let len = raw.len() as u64;
-        if !self.child(len, true) {
+    fn scalar(&mut self, at: usize, end: usize) -> bool {
+        let len = end.saturating_sub(at) as u64;
+        let Some(comma) = self.child(len, true) else {
             return false;
-        }
-        self.out.write(raw);
+        };
+        self.put(comma, at, end);
         self.ended(len);
         true
     }
 
     #[inline(always)]
-    fn open(&mut self, obj: bool) -> bool {
+    fn open(&mut self, at: usize, obj: bool) -> bool {
         let lim = self.vb.lim;
-        if self.vb.frames.len() as u64 >= lim.max_depth as u64
-            || (!obj && lim.max_list_items == 0)
-            || !self.child(2, false)
+        if self.vb.frames.len() as u64 >= lim.max_depth as u64 || (!obj && lim.max_list_items == 0)
         {
             return false;
         }
-        self.out.byte(if obj { b'{' } else { b'[' });
+        let Some(comma) = self.child(2, false) else {
+            return false;
+        };
+        self.put_byte(comma, at, if obj { b'{' } else { b'[' });
+        // Every scope counts the reserve (see `floor`): the bracket and its
+        // closer take two bytes of room.
+        let counted = self.out.reserved >= self.floor;
         self.out.reserved += 1;
-        self.out.commit();
+        self.commit = self.pos();
         self.vb.mark = None;
         self.vb.frames.push(Frame {
             obj,
@@ -629,13 +787,15 @@ impl KeepSink for Keeper<'_> {
             key_off: self.vb.keys.len() as u32,
             key_len: 0,
             key_ok: false,
+            key_lazy: false,
         });
-        self.room = self.out.avail();
+        self.low = self.low.min(self.vb.frames.len() - 1);
+        self.room = if counted { self.room - 2 } else { self.avail() };
         true
     }
 
     #[inline(always)]
-    fn close(&mut self) -> bool {
+    fn close(&mut self, at: usize) -> bool {
         let max_items = self.vb.lim.max_list_items;
         let n = self.vb.frames.len();
         let (Some(f), Some(parent)) = (
@@ -649,13 +809,18 @@ impl KeepSink for Keeper<'_> {
             // `value_end` would start the list's tail.
             return false;
         }
-        let obj = f.obj;
+        let b = if f.obj { b'}' } else { b']' };
         self.vb.frames.pop();
-        self.out.byte(if obj { b'}' } else { b']' });
+        self.put_byte(false, at, b);
+        // Every scope stops counting the closer's reserve (see `floor`) as it
+        // counts the closer itself: the room does not change.
+        let counted = self.out.reserved > self.floor;
         self.out.reserved = self.out.reserved.saturating_sub(1);
         self.vb.mark = None;
-        self.out.commit();
-        self.room = self.out.avail();
+        self.commit = self.pos();
+        if !counted {
+            self.room = self.avail();
+        }
         true
     }
 }

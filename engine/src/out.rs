@@ -148,6 +148,18 @@ impl Out {
         s.end.saturating_sub(self.pos()).saturating_sub(owed)
     }
 
+    /// The largest `reserved` any open scope started from (0 when none is
+    /// open): while `reserved` stays at or above it, a reserve made or
+    /// released changes every open scope's room by exactly one byte.
+    pub fn reserve_floor(&self) -> u64 {
+        self.scopes
+            .iter()
+            .flatten()
+            .map(|s| s.reserved_base)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Whether no byte ceiling is open (nothing written can ever need a rollback
     /// for lack of room).
     #[inline]
@@ -190,7 +202,18 @@ impl Out {
     /// Everything written so far is final (up to a hold).
     #[inline]
     pub fn commit(&mut self) {
-        let p = self.pos();
+        self.commit_at(self.pos());
+    }
+
+    /// The position up to which bytes are final.
+    #[inline]
+    pub fn committed(&self) -> u64 {
+        self.commit
+    }
+
+    /// Everything up to `p` (a position already written) is final (up to a hold).
+    #[inline]
+    pub fn commit_at(&mut self, p: u64) {
         self.commit = match self.hold {
             Some(h) => h.min(p),
             None => p,

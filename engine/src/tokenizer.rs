@@ -753,23 +753,23 @@ fn number_end_bytes(chunk: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// The policy side of [`Tokenizer::fast_keep`]: each method is offered one
-/// complete, valid token and returns whether it wrote it exactly as the
-/// token-by-token path would have. `false` leaves the token unconsumed, for
-/// that path to decide.
+/// complete, valid token, by its place in the chunk the loop runs over, and
+/// returns whether it wrote it exactly as the token-by-token path would have.
+/// `false` leaves the token unconsumed, for that path to decide.
 pub(crate) trait KeepSink {
-    /// An object key with no escapes; `body` is between the quotes (and is
-    /// also its decoded form).
-    fn key(&mut self, body: &[u8]) -> bool;
+    /// An object key with no escapes: its quotes are at `at` and `q` (the
+    /// bytes between are also its decoded form).
+    fn key(&mut self, at: usize, q: usize) -> bool;
     /// Encoded bytes a string value may have to be offered (its quotes not counted).
     fn string_room(&self) -> u64;
-    /// A string value, quotes included, and its decoded length.
-    fn string(&mut self, raw: &[u8], dec: u64) -> bool;
-    /// A number or a literal.
-    fn scalar(&mut self, raw: &[u8]) -> bool;
-    /// `{` (`obj`) or `[`.
-    fn open(&mut self, obj: bool) -> bool;
-    /// The innermost container's closer.
-    fn close(&mut self) -> bool;
+    /// A string value at `at..end`, quotes included, and its decoded length.
+    fn string(&mut self, at: usize, end: usize, dec: u64) -> bool;
+    /// A number or a literal at `at..end`.
+    fn scalar(&mut self, at: usize, end: usize) -> bool;
+    /// `{` (`obj`) or `[` at `at`.
+    fn open(&mut self, at: usize, obj: bool) -> bool;
+    /// The innermost container's closer, at `at`.
+    fn close(&mut self, at: usize) -> bool;
 }
 
 /// The push tokenizer. See the module documentation.
@@ -1893,16 +1893,14 @@ impl Tokenizer {
                     let Some((q, dec)) = whole_string(chunk, i + 1, KEY_CAP as u64) else {
                         break;
                     };
-                    let body = chunk.get(i + 1..q).unwrap_or(&[]);
                     // A key with escapes is decoded by the byte-wise machine.
-                    if dec != body.len() as u64 || !sink.key(body) {
+                    if dec != (q - i - 1) as u64 || !sink.key(i, q) {
                         break;
                     }
-                    i = q + 1;
-                    state = State::Colon;
+                    state = colon_after_key(chunk, q + 1, &mut i);
                 }
                 (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
-                    if self.stack.last() != Some(&(b == b'}')) || !sink.close() {
+                    if self.stack.last() != Some(&(b == b'}')) || !sink.close(i) {
                         break;
                     }
                     self.stack.pop();
@@ -1921,15 +1919,14 @@ impl Tokenizer {
                             let Some((q, dec)) = whole_string(chunk, i + 1, max) else {
                                 break;
                             };
-                            let raw = chunk.get(i..q + 1).unwrap_or(&[]);
-                            if !sink.string(raw, dec) {
+                            if !sink.string(i, q + 1, dec) {
                                 break;
                             }
                             q + 1
                         }
                         b'[' | b'{' => {
                             let obj = b == b'{';
-                            if self.depth >= self.max_depth || !sink.open(obj) {
+                            if self.depth >= self.max_depth || !sink.open(i, obj) {
                                 break;
                             }
                             self.stack.push(obj);
@@ -1943,11 +1940,11 @@ impl Tokenizer {
                             continue;
                         }
                         b'-' | b'0'..=b'9' => match number_end(chunk, i) {
-                            Some(e) if sink.scalar(chunk.get(i..e).unwrap_or(&[])) => e,
+                            Some(e) if sink.scalar(i, e) => e,
                             _ => break,
                         },
                         b't' | b'f' | b'n' => match literal_at(chunk, i) {
-                            Some(text) if sink.scalar(text) => i + text.len(),
+                            Some(text) if sink.scalar(i, i + text.len()) => i + text.len(),
                             _ => break,
                         },
                         _ => break,

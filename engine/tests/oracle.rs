@@ -1192,3 +1192,68 @@ fn regression_map_keys_counted_once_per_member() {
     );
     known(&d, lim, r#"{"a":1,"b":2}"#, &rec("map_keys", 1, &["/c"], 0));
 }
+
+/// The keeping loop writes runs of unchanged tokens as one slice, copies the
+/// keys of the objects it leaves open only when it returns, and updates its
+/// room without recomputing it. Around exactly those points (runs broken by
+/// whitespace, a colon after whitespace, objects left open at a chunk's end
+/// and cut later, so that their keys name the cut) it writes the same bytes
+/// in every feed as the token-by-token path, and the same record, for every
+/// place one or two chunk boundaries can fall.
+#[test]
+fn keeping_loop_runs_and_keys_match_token_path_at_every_split() {
+    let inputs: [&[u8]; 5] = [
+        br#"{"a":{"b":{"c":[1,2,3,4,5,6]}},"d":[{"e":1},{"f":[7,8,9]}],"g":"h"}"#,
+        br#"{ "a" : { "b" :{"c" :[1, 2,3 ,4 ]}} , "d":[ {"e" :1},{"f" :[7 ,8,9]}] ,"g":"h"}"#,
+        br#"{"":{"":[true,false,null,"x",[],{}]},"k2":{"k3":{"k4":"abcdefgh"}}}"#,
+        b"[{\"a\":1},\n {\"b\":[\"x\",\"y\",\"z\"]},\t{\"c\":{\"d\":[1,2,3]}}]",
+        br#"{"list":[{"id":1,"name":"one","tags":["r","b"]},{"id":2,"name":"two","tags":["g"]},{"id":3,"name":"three","tags":[]}]}"#,
+    ];
+    let limits = [
+        U,
+        Limits {
+            max_list_items: 2,
+            ..U
+        },
+        Limits {
+            max_map_keys: 1,
+            max_string_bytes: 3,
+            ..U
+        },
+        Limits { max_depth: 3, ..U },
+        Limits {
+            max_result_bytes: 40,
+            ..U
+        },
+    ];
+    for input in inputs {
+        for lim in limits {
+            let (whole, rec) = engine_whole(lim, input);
+            assert!(
+                serde_json::from_slice::<Value>(&whole).is_ok(),
+                "{}",
+                show(&whole)
+            );
+            for i in 0..=input.len() {
+                let mut cuts = vec![vec![i]];
+                cuts.extend((i..=input.len()).step_by(3).map(|j| vec![i, j]));
+                for b in cuts {
+                    let fast = engine_feeds(lim, input, &b, true);
+                    let slow = engine_feeds(lim, input, &b, false);
+                    assert_eq!(
+                        fast,
+                        slow,
+                        "{} {lim:?}, chunks ending at {b:?}",
+                        show(input)
+                    );
+                    assert_eq!(
+                        (fast.0.concat(), &fast.1),
+                        (whole.clone(), &rec),
+                        "{} {lim:?}, chunks ending at {b:?}",
+                        show(input)
+                    );
+                }
+            }
+        }
+    }
+}
