@@ -605,6 +605,21 @@ fn separator_after_value<B: scan::Blocks>(
     State::ObjKey
 }
 
+/// The state after a value inside a container ends at `chunk[*i]` (for the
+/// keeping loop): a `,` right after it is taken at once.
+#[inline(always)]
+fn comma_after(chunk: &[u8], i: &mut usize, in_obj: bool) -> State {
+    if chunk.get(*i) != Some(&b',') {
+        return State::After;
+    }
+    *i += 1;
+    if in_obj {
+        State::ObjKey
+    } else {
+        State::Value
+    }
+}
+
 /// The state after a key whose closing quote is at `end - 1` (for the skip
 /// loop): the colon right after it is taken too.
 #[inline(always)]
@@ -894,16 +909,6 @@ impl Tokenizer {
     /// Whether the innermost open container is an object.
     pub fn in_object(&self) -> bool {
         self.stack.last().copied().unwrap_or(false)
-    }
-
-    /// The state after a `,` in the innermost container, or after a `:`.
-    #[inline]
-    fn after_separator(&self, b: u8) -> State {
-        if b == b',' && self.in_object() {
-            State::ObjKey
-        } else {
-            State::Value
-        }
     }
 
     /// Absolute offset of the next byte to be read from the current chunk,
@@ -1879,6 +1884,8 @@ impl Tokenizer {
         }
         let mut i = *pos;
         let mut state = self.state;
+        // The innermost container is an object (the stack's top, kept here).
+        let mut in_obj = self.stack.last() == Some(&true);
         while let Some(&b) = chunk.get(i) {
             if scan::is_ws(b) {
                 i = scan::skip_ws_after(chunk, i);
@@ -1886,7 +1893,11 @@ impl Tokenizer {
             }
             match (state, b) {
                 (State::After, b',') | (State::Colon, b':') => {
-                    state = self.after_separator(b);
+                    state = if b == b',' && in_obj {
+                        State::ObjKey
+                    } else {
+                        State::Value
+                    };
                     i += 1;
                 }
                 (State::ObjFirst | State::ObjKey, b'"') => {
@@ -1900,17 +1911,18 @@ impl Tokenizer {
                     state = colon_after_key(chunk, q + 1, &mut i);
                 }
                 (State::ObjFirst, b'}') | (State::ArrFirst, b']') | (State::After, b'}' | b']') => {
-                    if self.stack.last() != Some(&(b == b'}')) || !sink.close(i) {
+                    if in_obj != (b == b'}') || !sink.close(i) {
                         break;
                     }
                     self.stack.pop();
                     self.depth -= 1;
+                    in_obj = self.stack.last() == Some(&true);
+                    i += 1;
                     state = if self.depth == 0 {
                         State::Done
                     } else {
-                        State::After
+                        comma_after(chunk, &mut i, in_obj)
                     };
-                    i += 1;
                 }
                 (State::Value | State::ArrFirst, _) => {
                     let end = match b {
@@ -1931,6 +1943,7 @@ impl Tokenizer {
                             }
                             self.stack.push(obj);
                             self.depth += 1;
+                            in_obj = obj;
                             state = if obj {
                                 State::ObjFirst
                             } else {
@@ -1953,7 +1966,7 @@ impl Tokenizer {
                     state = if self.depth == 0 {
                         State::Done
                     } else {
-                        State::After
+                        comma_after(chunk, &mut i, in_obj)
                     };
                 }
                 _ => break,
