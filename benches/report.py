@@ -220,7 +220,8 @@ def verdict_on(values, target):
 
 
 # The targets (keys of RATIOS) that the alternating-pair drivers measure too.
-PAIRED = ["budget_vs_serde", "budget_vs_ignored", "budget_vs_struson", "skip_vs_memcpy", "chunk4k_vs_64k"]
+PAIRED = ["budget_vs_serde", "budget_vs_ignored", "pass_vs_ignored", "budget_vs_struson", "skip_vs_memcpy",
+          "chunk4k_vs_64k"]
 
 
 def paired_rows(rp, chunk_pairs):
@@ -237,8 +238,9 @@ def paired_rows(rp, chunk_pairs):
         if key not in PAIRED or not per:
             continue
         medians = [m for _, m, _, _ in per]
+        verdict = "reference" if target is None else verdict_on(medians, target)
         rows.append({"key": key, "claim": claim, "target": target, "per": per, "worst": min(medians),
-                     "verdict": verdict_on(medians, target)})
+                     "verdict": verdict})
     return rows
 
 
@@ -459,7 +461,8 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
         L.append("| claim | target | worst median | verdict |")
         L.append("|---|---:|---:|---|")
         for r in paired:
-            L.append(f"| {r['claim']} | ≥ {r['target']:g}× | {fmt_ratio(r['worst'])} | {r['verdict']} |")
+            target = "–" if r["target"] is None else f"≥ {r['target']:g}×"
+            L.append(f"| {r['claim']} | {target} | {fmt_ratio(r['worst'])} | {r['verdict']} |")
         L.append("")
         seen = {g for r in paired for g, *_ in r["per"]}
         pgroups = [g for g, _ in INPUTS if g in seen] + sorted(seen - {g for g, _ in INPUTS})
@@ -473,7 +476,7 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
                     cells.append("")
                     continue
                 m, q1, q3 = d[g]
-                mark = " ✓" if m >= r["target"] else " ✗"
+                mark = "" if r["target"] is None else (" ✓" if m >= r["target"] else " ✗")
                 cells.append(f"{fmt_ratio(m)}{mark} ({fmt_ratio(q1)[:-1]}–{fmt_ratio(q3)[:-1]})")
             L.append(f"| {r['key']} | " + " | ".join(cells) + " |")
         L.append("")

@@ -12,7 +12,8 @@
 //!
 //! The ratios: the engine budgeting to a 64 KiB result against serde_json's
 //! `Value` round trip with a truncation walk, against `IgnoredAny`, and against
-//! struson's streaming copy, on the seven inputs; the engine skipping an
+//! struson's streaming copy, on the seven inputs (and, for reference, the
+//! engine passing each input through against `IgnoredAny`); the engine skipping an
 //! over-budget tail against `memcpy` of the same bytes, on the three skip
 //! inputs. Every side checks its answer once before it is timed.
 //!
@@ -121,6 +122,35 @@ fn main() {
             secs,
             min_pairs,
             &mut run_engine,
+            &mut || {
+                black_box(serde_from::<IgnoredAny>(black_box(input)));
+            },
+        ));
+        // For reference, not a target: the pass-through every result under
+        // its budget takes, against validating alone.
+        let mut pass = inp.kind.pass();
+        let mut pass_out = Vec::with_capacity(input.len() + 4096);
+        let compact = rbb::strip_ws(input);
+        assert_eq!(
+            pass.run(input, rbb::CHUNK, &mut pass_out),
+            0,
+            "{}: pass",
+            inp.name
+        );
+        assert!(
+            pass_out == compact,
+            "{}: pass-through is not exact",
+            inp.name
+        );
+        rows.push(measure(
+            inp.name,
+            "pass_vs_ignored",
+            input.len(),
+            secs,
+            min_pairs,
+            &mut || {
+                black_box(pass.run(black_box(input), rbb::CHUNK, &mut pass_out));
+            },
             &mut || {
                 black_box(serde_from::<IgnoredAny>(black_box(input)));
             },

@@ -17,16 +17,12 @@
 
 mod common;
 
-use common::{
-    memcpy, serde_from, serde_round_trip, struson_copy, DomLimits, Input, Kind, SkipInput,
-};
+use common::{memcpy, serde_from, serde_round_trip, struson_copy, DomLimits, Input, SkipInput};
 use criterion::measurement::WallTime;
 use criterion::{
     black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use resultbudget::mcp::McpLimits;
-use resultbudget::Limits;
-use resultbudget_benches::{self as rbb, Engine};
+use resultbudget_benches::{self as rbb};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use simd_json::prelude::Writable;
@@ -125,10 +121,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
 
     // The engine, budgets wide open: output is the input without insignificant whitespace.
     let compact = rbb::strip_ws(input);
-    let mut pass = match inp.kind {
-        Kind::Generic => Engine::generic(Limits::UNLIMITED),
-        Kind::Mcp => Engine::mcp(McpLimits::UNLIMITED),
-    };
+    let mut pass = inp.kind.pass();
     for (id, chunk) in [
         ("rb_pass_64k", rbb::CHUNK),
         ("rb_pass_4k", rbb::SMALL_CHUNK),

@@ -36,6 +36,16 @@ impl Kind {
         }
     }
 
+    /// The engine with its budgets wide open: the output is the input without
+    /// insignificant whitespace (the pass-through every result under its
+    /// budget takes).
+    pub fn pass(self) -> Engine {
+        match self {
+            Kind::Generic => Engine::generic(Limits::UNLIMITED),
+            Kind::Mcp => Engine::mcp(McpLimits::UNLIMITED),
+        }
+    }
+
     /// The element limits a DOM gateway applies for the same budget.
     pub fn dom_limits(self) -> DomLimits {
         match self {
