@@ -583,10 +583,7 @@ impl<'a> Keeper<'a> {
     #[inline(always)]
     fn put(&mut self, comma: bool, at: usize, end: usize) {
         if !self.joins(comma, at) {
-            self.write_run();
-            if comma {
-                self.out.byte(b',');
-            }
+            self.write_alone(comma);
             self.out.write(self.chunk.get(at..end).unwrap_or(&[]));
             self.run = end;
         }
@@ -597,14 +594,22 @@ impl<'a> Keeper<'a> {
     #[inline(always)]
     fn put_byte(&mut self, comma: bool, at: usize, b: u8) {
         if !self.joins(comma, at) {
-            self.write_run();
-            if comma {
-                self.out.byte(b',');
-            }
+            self.write_alone(comma);
             self.out.byte(b);
             self.run = at + 1;
         }
         self.end = at + 1;
+    }
+
+    /// A token that does not join the run is written at once (one push for
+    /// a bracket, where a one-token run would cost a `memcpy` call): first the
+    /// run, then its comma (if `comma`).
+    #[inline(always)]
+    fn write_alone(&mut self, comma: bool) {
+        self.write_run();
+        if comma {
+            self.out.byte(b',');
+        }
     }
 
     /// Write the pending run.
