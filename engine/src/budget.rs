@@ -519,6 +519,12 @@ struct Keeper<'a> {
     /// `chunk[run..end]` is accepted output not yet written.
     run: usize,
     end: usize,
+    /// `max_list_items - 1` (0 when that is 0): a list item at this index
+    /// is the one that reaches the limit, which `value_end` must see.
+    last_item: u64,
+    /// `out.pos()` less the length of the output buffer, which only writes
+    /// change while the loop runs.
+    origin: u64,
     /// The last commit asked for (an output position counting the run), or
     /// the output's own commit point if none was.
     commit: u64,
@@ -536,6 +542,8 @@ impl<'a> Keeper<'a> {
         let floor = out.reserve_floor();
         let low = vb.frames.len();
         let commit = out.committed();
+        let origin = out.pos().wrapping_sub(out.len() as u64);
+        let last_item = vb.lim.max_list_items.saturating_sub(1);
         Keeper {
             vb,
             out,
@@ -543,6 +551,8 @@ impl<'a> Keeper<'a> {
             chunk,
             run: at,
             end: at,
+            origin,
+            last_item,
             commit,
             low,
             floor,
@@ -552,13 +562,16 @@ impl<'a> Keeper<'a> {
     /// Bytes accepted and not yet written.
     #[inline(always)]
     fn pending(&self) -> u64 {
-        self.end.saturating_sub(self.run) as u64
+        // `run <= end` always; wrapping only keeps the arithmetic free of checks.
+        (self.end as u64).wrapping_sub(self.run as u64)
     }
 
     /// The output position, counting the pending run.
     #[inline(always)]
     fn pos(&self) -> u64 {
-        self.out.pos() + self.pending()
+        self.origin
+            .wrapping_add(self.out.len() as u64)
+            .wrapping_add(self.pending())
     }
 
     /// `out.avail()` as if the pending run were written.
@@ -660,11 +673,12 @@ impl<'a> Keeper<'a> {
     /// comma (`None` when refused).
     #[inline(always)]
     fn child(&mut self, len: u64, ends: bool) -> Option<bool> {
-        let max_items = self.vb.lim.max_list_items;
+        let last_item = self.last_item;
         let p = self.vb.frames.last_mut()?;
         let comma = !p.obj && p.kept > 0;
-        let need = len.saturating_add(comma as u64);
-        if need > self.room || (!p.obj && ends && p.kept.saturating_add(1) >= max_items) {
+        // `len` is a token's length in the chunk: no sum here can overflow.
+        let need = len + comma as u64;
+        if need > self.room || (!p.obj && ends && p.kept >= last_item) {
             return None;
         }
         if !p.obj {
@@ -697,7 +711,7 @@ impl KeepSink for Keeper<'_> {
         };
         let comma = p.kept > 0;
         // `check_key` wants room for `":` and one byte of value after the key.
-        let need = (body.len() as u64 + 4).saturating_add(comma as u64);
+        let need = body.len() as u64 + 4 + comma as u64;
         if !p.obj || p.kept >= max_keys || need > self.room {
             return false;
         }
@@ -745,7 +759,7 @@ impl KeepSink for Keeper<'_> {
     fn string(&mut self, at: usize, end: usize, dec: u64) -> bool {
         // `at..end` has its quotes; the allowance `token` would give is
         // `max_string_bytes` decoded and the room after `"` and its closer.
-        let len = end.saturating_sub(at) as u64;
+        let len = end.wrapping_sub(at) as u64;
         if dec > self.vb.lim.max_string_bytes {
             return false;
         }
@@ -759,7 +773,7 @@ impl KeepSink for Keeper<'_> {
 
     #[inline(always)]
     fn scalar(&mut self, at: usize, end: usize) -> bool {
-        let len = end.saturating_sub(at) as u64;
+        let len = end.wrapping_sub(at) as u64;
         let Some(comma) = self.child(len, true) else {
             return false;
         };

@@ -53,6 +53,14 @@ impl Out {
         self.base + self.buf.len().saturating_sub(self.start) as u64
     }
 
+    /// Length of the buffer written into (during a lent feed, the caller's
+    /// bytes included): `pos()` moves with it one for one between feeds'
+    /// start and end.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Index in `buf` of absolute position `at` (clamped to our part).
     #[inline]
     fn index(&self, at: u64) -> usize {
