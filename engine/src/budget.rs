@@ -759,16 +759,8 @@ impl KeepSink for Keeper<'_> {
     fn string(&mut self, at: usize, end: usize, dec: u64) -> bool {
         // `at..end` has its quotes; the allowance `token` would give is
         // `max_string_bytes` decoded and the room after `"` and its closer.
-        let len = end.wrapping_sub(at) as u64;
-        if dec > self.vb.lim.max_string_bytes {
-            return false;
-        }
-        let Some(comma) = self.child(len, true) else {
-            return false;
-        };
-        self.put(comma, at, end);
-        self.ended(len);
-        true
+        // Past its decoded allowance, it is taken as any other scalar.
+        dec <= self.vb.lim.max_string_bytes && self.scalar(at, end)
     }
 
     #[inline(always)]

@@ -586,12 +586,9 @@ fn separator_after_value<B: scan::Blocks>(
     i: &mut usize,
     in_obj: bool,
 ) -> State {
-    if chunk.get(*i) != Some(&b',') {
-        return State::After;
-    }
-    *i += 1;
-    if !in_obj {
-        return State::Value;
+    let state = comma_after(chunk, i, in_obj);
+    if state != State::ObjKey {
+        return state;
     }
     if chunk.get(*i).is_some_and(|&c| scan::is_ws(c)) {
         *i = blocks.skip_ws_after(chunk, *i);
@@ -605,8 +602,9 @@ fn separator_after_value<B: scan::Blocks>(
     State::ObjKey
 }
 
-/// The state after a value inside a container ends at `chunk[*i]` (for the
-/// keeping loop): a `,` right after it is taken at once.
+/// The state after a value inside a container ends at `chunk[*i]`: a `,`
+/// right after it is taken at once (the keeping loop's step, and the first
+/// of [`separator_after_value`]).
 #[inline(always)]
 fn comma_after(chunk: &[u8], i: &mut usize, in_obj: bool) -> State {
     if chunk.get(*i) != Some(&b',') {
