@@ -126,12 +126,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
         ("rb_pass_64k", rbb::CHUNK),
         ("rb_pass_4k", rbb::SMALL_CHUNK),
     ] {
-        assert_eq!(pass.run(input, chunk, &mut out), 0, "{}: {id}", inp.name);
-        assert!(
-            out == compact,
-            "{}: {id} is not a byte-exact copy",
-            inp.name
-        );
+        inp.check_pass(&mut pass, chunk, &compact, &mut out);
         g.bench_function(id, |b| {
             b.iter(|| black_box(pass.run(black_box(input), chunk, &mut out)))
         });

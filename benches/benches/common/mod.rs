@@ -204,6 +204,19 @@ impl Input {
         }
         serde_from::<IgnoredAny>(out);
     }
+
+    /// Run the pass-through engine ([`Kind::pass`]) once into `out` in
+    /// `chunk`-byte feeds and check its answer: nothing omitted, and exactly
+    /// `compact`, the input without insignificant whitespace.
+    pub fn check_pass(&self, engine: &mut Engine, chunk: usize, compact: &[u8], out: &mut Vec<u8>) {
+        let omitted = engine.run(&self.bytes, chunk, out);
+        assert_eq!(omitted, 0, "{}: pass-through omitted", self.name);
+        assert!(
+            out.as_slice() == compact,
+            "{}: pass-through in {chunk}-byte chunks is not a byte-exact copy",
+            self.name
+        );
+    }
 }
 
 /// Pinned answers for the json-benchmark corpus under `GENERIC_BUDGET`
