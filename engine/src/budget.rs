@@ -278,6 +278,22 @@ impl ValueBudget {
         keeper.flush();
     }
 
+    /// At the start of a feed that goes on inside a kept string value: take
+    /// its plain prefix, copied as it is scanned
+    /// ([`Tokenizer::take_plain_into`]), and do what [`ValueBudget::token`]
+    /// does with that span (write it, commit). Returns the bytes taken (0
+    /// when not inside a kept string value, or with the fast paths off).
+    pub fn take_plain(&mut self, lex: &mut Tokenizer, chunk: &[u8], out: &mut Out) -> usize {
+        if !self.fast || !self.in_str {
+            return 0;
+        }
+        let n = lex.take_plain_into(chunk, out.tail_mut());
+        if n > 0 {
+            out.commit();
+        }
+        n
+    }
+
     /// Feed one token (never `NeedMore` or `Eof`).
     pub fn token(
         &mut self,
@@ -920,8 +936,10 @@ impl Budget {
         Ok(())
     }
 
-    /// Turn the fast keeping loop off (or back on). For tests that compare it
-    /// with the token-by-token path; the output is the same either way.
+    /// Turn the fast paths off (or back on): the keeping loop, and the copy
+    /// of a string's plain prefix as it is scanned at the start of a feed.
+    /// For tests that compare them with the token-by-token path; the output
+    /// is the same either way.
     #[doc(hidden)]
     pub fn set_fast_keep(&mut self, on: bool) {
         self.vb.fast = on;
@@ -944,6 +962,12 @@ impl Budget {
 
     fn feed_tokens(&mut self, input: &[u8]) -> Result<(), Error> {
         let mut pos = 0;
+        if !self.done {
+            pos = self.vb.take_plain(&mut self.lex, input, &mut self.out);
+            if pos > 0 && self.lex.try_end_chunk(input, pos) {
+                return Ok(());
+            }
+        }
         loop {
             if !self.done {
                 self.vb

@@ -123,6 +123,13 @@ impl Out {
         *dst = std::mem::replace(&mut self.buf, ours);
     }
 
+    /// The buffer our bytes are written at the end of, for a writer that
+    /// appends to it directly (as [`Out::write`] does) and does nothing else.
+    #[inline]
+    pub fn tail_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
     #[inline]
     pub fn write(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);

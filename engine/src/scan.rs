@@ -429,6 +429,56 @@ mod x86 {
         i + ascii_run_sse2(s.get(i..).unwrap_or(&[]))
     }
 
+    /// [`super::ascii_run_copy`]: [`ascii_run_avx2`] that stores each
+    /// 64-byte window at the end of `dst` as soon as it is loaded, so the
+    /// run is read once and no copy call follows. A window is stored whole
+    /// before it is checked; the bytes past the run are spare capacity, and
+    /// `dst`'s length covers only the run.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn ascii_run_copy_avx2(s: &[u8], dst: &mut Vec<u8>) -> usize {
+        dst.reserve(s.len());
+        let len = dst.len();
+        let d = dst.spare_capacity_mut().as_mut_ptr() as *mut u8;
+        let mut i = 0;
+        let n = loop {
+            let Some(w) = s.get(i..i + 64) else {
+                let rest = s.get(i..).unwrap_or(&[]);
+                let r = ascii_run_sse2(rest);
+                // SAFETY: `d` has `s.len()` bytes of spare capacity (reserved
+                // above) and `i + r <= s.len()`; source and destination are
+                // different allocations (`s` is borrowed, `dst` mutably).
+                unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), d.add(i), r) };
+                break i + r;
+            };
+            // SAFETY: `w` is 64 readable bytes, and `d[i..i + 64]` is inside
+            // the spare capacity (`i + 64 <= s.len()`); loadu and storeu have
+            // no alignment need.
+            let (lo, hi) = unsafe {
+                let p = w.as_ptr() as *const __m256i;
+                let (lo, hi) = (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)));
+                let q = d.add(i) as *mut __m256i;
+                _mm256_storeu_si256(q, lo);
+                _mm256_storeu_si256(q.add(1), hi);
+                (lo, hi)
+            };
+            let (a, b) = (ascii_stops(lo), ascii_stops(hi));
+            if _mm256_movemask_epi8(_mm256_or_si256(a, b)) != 0 {
+                let m = _mm256_movemask_epi8(a) as u32 as u64
+                    | (_mm256_movemask_epi8(b) as u32 as u64) << 32;
+                break i + m.trailing_zeros() as usize;
+            }
+            i += 64;
+        };
+        // SAFETY: `n <= s.len()` is within the reserved capacity, and its
+        // first `n` bytes were all written: whole windows up to `i`, then the
+        // window or tail holding the run's end.
+        unsafe { dst.set_len(len + n) };
+        n
+    }
+
     /// [`super::skip_ws`] with SSE2, which every x86_64 CPU has.
     #[inline]
     pub fn skip_ws_sse2(s: &[u8], mut i: usize) -> usize {
@@ -1631,6 +1681,31 @@ pub fn ascii_run_at(level: Level, s: &[u8]) -> usize {
     }
 }
 
+/// [`ascii_run`] that also appends the run to `dst`, reading it once where
+/// the CPU allows (AVX2): for the long plain strings of a pass-through (a
+/// base64 blob), whose every byte is kept. Returns the run's length. May
+/// reserve room in `dst` for all of `s` even when the run is shorter.
+pub fn ascii_run_copy(s: &[u8], dst: &mut Vec<u8>) -> usize {
+    ascii_run_copy_at(detect(), s, dst)
+}
+
+/// [`ascii_run_copy`] with a given implementation: the fused AVX2 loop, or
+/// [`ascii_run_at`] followed by one copy (its portable twin).
+pub fn ascii_run_copy_at(level: Level, s: &[u8], dst: &mut Vec<u8>) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if level == Level::Avx2 && avx2_ok() && s.len() >= 64 {
+        // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
+        return unsafe { x86::ascii_run_copy_avx2(s, dst) };
+    }
+    let n = if s.len() < 16 {
+        ascii_run_naive(s)
+    } else {
+        ascii_run_at(level, s)
+    };
+    dst.extend_from_slice(s.get(..n).unwrap_or(s));
+    n
+}
+
 /// One step of xorshift64: the tests' source of varied, repeatable inputs.
 #[cfg(test)]
 pub(crate) fn xorshift(x: &mut u64) -> u64 {
@@ -1657,6 +1732,51 @@ mod tests {
             assert_eq!(ascii_run_at(l, s), want, "ascii {l:?} {s:?}");
         }
         assert_eq!(ascii_run(s), want);
+        check_copy(s, want);
+    }
+
+    /// `ascii_run_copy` at every level: the run's length, and the run
+    /// appended after what `dst` held (here at full capacity, so the copy
+    /// must make room).
+    fn check_copy(s: &[u8], want: usize) {
+        for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+            let mut d = Vec::with_capacity(3);
+            d.extend_from_slice(b"pre");
+            assert_eq!(ascii_run_copy_at(l, s, &mut d), want, "copy {l:?} {s:?}");
+            assert_eq!(d.get(..3), Some(&b"pre"[..]));
+            assert_eq!(d.get(3..), s.get(..want), "copied {l:?} {s:?}");
+        }
+        let mut d = Vec::new();
+        assert_eq!(ascii_run_copy(s, &mut d), want);
+        assert_eq!(Some(&d[..]), s.get(..want));
+    }
+
+    /// The fused copy over several 64-byte windows: a stop in the first,
+    /// a middle and the last window, or none, with the tail of each length.
+    #[test]
+    fn ascii_run_copy_over_many_windows() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for len in [
+            64, 65, 127, 128, 129, 191, 192, 200, 255, 256, 257, 4096, 4100,
+        ] {
+            // Base64's alphabet: no stop anywhere.
+            let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            let base: Vec<u8> = (0..len)
+                .map(|_| alphabet[(xorshift(&mut x) % 64) as usize])
+                .collect();
+            assert_eq!(ascii_run_naive(&base), len);
+            check(&base);
+            for pos in [0, 1, 31, 32, 63, 64, 65, 100, 127, 128, 191, 192, len - 1] {
+                if pos >= len {
+                    continue;
+                }
+                for sp in [b'"', b'\\', 0x01, 0x80, 0xFF] {
+                    let mut v = base.clone();
+                    v[pos] = sp;
+                    check(&v);
+                }
+            }
+        }
     }
 
     /// On aarch64 the twin tests compare NEON with the portable code only if

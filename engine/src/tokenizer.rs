@@ -1096,6 +1096,33 @@ impl Tokenizer {
         true
     }
 
+    /// At the start of a feed that goes on inside a kept string value (a long
+    /// text or blob), between units: take the string's plain-ASCII prefix
+    /// within its allowance, appending it to `dst` as it is scanned (one read
+    /// of the bytes, no separate copy), and return its length. The caller
+    /// continues with [`Tokenizer::next`] from there, exactly as if `next`
+    /// had returned that prefix as a [`Tok::StrSpan`] it wrote to `dst`.
+    /// Returns 0, taking nothing, in any other state (keys included).
+    #[inline]
+    pub fn take_plain_into(&mut self, chunk: &[u8], dst: &mut Vec<u8>) -> usize {
+        if self.state != State::Str
+            || self.in_key
+            || !self.keep
+            || self.decode_key
+            || self.esc != Esc::None
+            || self.utf_need != 0
+        {
+            return 0;
+        }
+        // As `scan_string`: the allowance is the window, and every plain
+        // byte inside it fits.
+        let room = self.allow_dec.min(self.allow_enc);
+        let lim = usize::try_from(room).unwrap_or(usize::MAX).min(chunk.len());
+        let a = scan::ascii_run_copy(chunk.get(..lim).unwrap_or(chunk), dst);
+        self.take_plain(a);
+        a
+    }
+
     /// Count `len` bytes of plain ASCII taken inside the current string: each
     /// is one unit, one decoded byte and one character, and (the scans look
     /// no further than the allowance) each fits.

@@ -190,6 +190,53 @@ fn every_split_point_gives_the_same_output_and_record() {
     }
 }
 
+/// A feed that begins inside a long kept text or blob copies its plain
+/// prefix as it scans it (AVX2), where the whole message in one feed takes
+/// the token path: the two must agree at every split. The strings here are
+/// several 64-byte windows long, with an escape, raw UTF-8, a control-free
+/// stop or a cut by the text limit in the middle of a window.
+#[test]
+fn long_plain_strings_agree_at_every_split() {
+    let b64 = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123456789+/".repeat(7);
+    let text = format!(
+        r"{}\n{}é{}\u00e9{}",
+        "a".repeat(150),
+        "b".repeat(90),
+        "c".repeat(70),
+        "d".repeat(130)
+    );
+    let msgs = [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"image","data":"{b64}","mimeType":"image/png"}},{{"type":"text","text":"{text}"}}]}}}}"#
+        ),
+        format!(
+            r#"{{"result":{{"content":[{{"type":"resource","resource":{{"uri":"file:///x","blob":"{b64}"}}}},{{"type":"resource","resource":{{"uri":"file:///y","text":"{text}"}}}}]}},"jsonrpc":"2.0","id":2}}"#
+        ),
+        // Strings the generic budget keeps: structuredContent and _meta.
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"content":[],"structuredContent":{{"b":"{b64}","t":["{text}"]}},"_meta":{{"m":"{text}"}}}}}}"#
+        ),
+    ];
+    for m in &msgs {
+        assert_identity(OPEN, tool(), m.as_bytes());
+        // Texts and other strings cut inside the fused scan's window
+        // (allowances of 100 and 260 bytes); blobs kept whole.
+        for cap in [100, 260] {
+            let lim = McpLimits {
+                max_text_block_bytes: cap,
+                max_string_bytes: cap,
+                ..OPEN
+            };
+            let r = run_all_splits(lim, tool(), m.as_bytes());
+            assert!(r.rec.truncated, "text over {cap} bytes is cut");
+            check_message(&lim, m.as_bytes(), &r);
+            if !m.contains("structuredContent") {
+                assert!(s(&r.out).contains(&b64), "the blob is kept whole");
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Text cuts at every position
 // ---------------------------------------------------------------------------
