@@ -403,6 +403,21 @@ mod x86 {
         _mm256_or_si256(low, _mm256_or_si256(q, b))
     }
 
+    /// The first byte of the 64-byte window `lo`, `hi` that ends a
+    /// plain-ASCII run ([`ascii_stops`]), if any: one mask for the test,
+    /// two more only when it hits.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn first_ascii_stop(lo: __m256i, hi: __m256i) -> Option<usize> {
+        let (a, b) = (ascii_stops(lo), ascii_stops(hi));
+        if _mm256_movemask_epi8(_mm256_or_si256(a, b)) == 0 {
+            return None;
+        }
+        let m =
+            _mm256_movemask_epi8(a) as u32 as u64 | (_mm256_movemask_epi8(b) as u32 as u64) << 32;
+        Some(m.trailing_zeros() as usize)
+    }
+
     /// [`super::ascii_run`] 64 bytes a step: three compares and one mask
     /// per 32 bytes, where the string blocks also sort continuation bytes
     /// and count them.
@@ -418,11 +433,8 @@ mod x86 {
                 let p = w.as_ptr() as *const __m256i;
                 (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)))
             };
-            let (a, b) = (ascii_stops(lo), ascii_stops(hi));
-            if _mm256_movemask_epi8(_mm256_or_si256(a, b)) != 0 {
-                let m = _mm256_movemask_epi8(a) as u32 as u64
-                    | (_mm256_movemask_epi8(b) as u32 as u64) << 32;
-                return i + m.trailing_zeros() as usize;
+            if let Some(k) = first_ascii_stop(lo, hi) {
+                return i + k;
             }
             i += 64;
         }
@@ -464,11 +476,8 @@ mod x86 {
                 _mm256_storeu_si256(q.add(1), hi);
                 (lo, hi)
             };
-            let (a, b) = (ascii_stops(lo), ascii_stops(hi));
-            if _mm256_movemask_epi8(_mm256_or_si256(a, b)) != 0 {
-                let m = _mm256_movemask_epi8(a) as u32 as u64
-                    | (_mm256_movemask_epi8(b) as u32 as u64) << 32;
-                break i + m.trailing_zeros() as usize;
+            if let Some(k) = first_ascii_stop(lo, hi) {
+                break i + k;
             }
             i += 64;
         };
