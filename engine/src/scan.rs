@@ -441,26 +441,28 @@ mod x86 {
         i + ascii_run_sse2(s.get(i..).unwrap_or(&[]))
     }
 
-    /// [`super::ascii_run_copy`]: [`ascii_run_avx2`] that stores each
-    /// 64-byte window at the end of `dst` as soon as it is loaded, so the
-    /// run is read once and no copy call follows. A window is stored whole
-    /// before it is checked; the bytes past the run are spare capacity, and
-    /// `dst`'s length covers only the run.
+    /// [`super::ascii_run_copy`] within `dst`'s spare capacity:
+    /// [`ascii_run_avx2`] that stores each 64-byte window at the end of
+    /// `dst` as soon as it is loaded, so the run is read once and no copy
+    /// call follows. A window is stored whole before it is checked; the
+    /// bytes past the run are spare capacity, and `dst`'s length covers only
+    /// the run. Looks no further than the spare capacity (so never grows
+    /// `dst`): a return equal to it may mean the run goes on.
     ///
     /// # Safety
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub unsafe fn ascii_run_copy_avx2(s: &[u8], dst: &mut Vec<u8>) -> usize {
-        dst.reserve(s.len());
         let len = dst.len();
+        let s = s.get(..s.len().min(dst.capacity() - len)).unwrap_or(&[]);
         let d = dst.spare_capacity_mut().as_mut_ptr() as *mut u8;
         let mut i = 0;
         let n = loop {
             let Some(w) = s.get(i..i + 64) else {
                 let rest = s.get(i..).unwrap_or(&[]);
                 let r = ascii_run_sse2(rest);
-                // SAFETY: `d` has `s.len()` bytes of spare capacity (reserved
-                // above) and `i + r <= s.len()`; source and destination are
+                // SAFETY: `d` has `s.len()` bytes of spare capacity (`s` is
+                // cut to it above) and `i + r <= s.len()`; source and destination are
                 // different allocations (`s` is borrowed, `dst` mutably).
                 unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), d.add(i), r) };
                 break i + r;
@@ -481,7 +483,7 @@ mod x86 {
             }
             i += 64;
         };
-        // SAFETY: `n <= s.len()` is within the reserved capacity, and its
+        // SAFETY: `n <= s.len()` is within the spare capacity, and its
         // first `n` bytes were all written: whole windows up to `i`, then the
         // window or tail holding the run's end.
         unsafe { dst.set_len(len + n) };
@@ -1691,28 +1693,36 @@ pub fn ascii_run_at(level: Level, s: &[u8]) -> usize {
 }
 
 /// [`ascii_run`] that also appends the run to `dst`, reading it once where
-/// the CPU allows (AVX2): for the long plain strings of a pass-through (a
-/// base64 blob), whose every byte is kept. Returns the run's length. May
-/// reserve room in `dst` for all of `s` even when the run is shorter.
+/// the CPU allows (AVX2) and `dst` has room: for the long plain strings of a
+/// pass-through (a base64 blob), whose every byte is kept. Returns the run's
+/// length. `dst` grows only by what is written, as with `extend_from_slice`.
 pub fn ascii_run_copy(s: &[u8], dst: &mut Vec<u8>) -> usize {
     ascii_run_copy_at(detect(), s, dst)
 }
 
-/// [`ascii_run_copy`] with a given implementation: the fused AVX2 loop, or
-/// [`ascii_run_at`] followed by one copy (its portable twin).
+/// [`ascii_run_copy`] with a given implementation: the fused AVX2 loop in
+/// `dst`'s spare capacity, or [`ascii_run_at`] followed by one copy (its
+/// portable twin), which also takes over where the spare capacity ends.
 pub fn ascii_run_copy_at(level: Level, s: &[u8], dst: &mut Vec<u8>) -> usize {
+    let mut n = 0;
     #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx2 && avx2_ok() && s.len() >= 64 {
+    if level == Level::Avx2 && avx2_ok() && s.len() >= 64 && dst.capacity() - dst.len() >= 64 {
+        let spare = dst.capacity() - dst.len();
         // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
-        return unsafe { x86::ascii_run_copy_avx2(s, dst) };
+        n = unsafe { x86::ascii_run_copy_avx2(s, dst) };
+        if n < spare.min(s.len()) {
+            // The run ended inside the room the fused loop had.
+            return n;
+        }
     }
-    let n = if s.len() < 16 {
-        ascii_run_naive(s)
+    let rest = s.get(n..).unwrap_or(&[]);
+    let r = if rest.len() < 16 {
+        ascii_run_naive(rest)
     } else {
-        ascii_run_at(level, s)
+        ascii_run_at(level, rest)
     };
-    dst.extend_from_slice(s.get(..n).unwrap_or(s));
-    n
+    dst.extend_from_slice(rest.get(..r).unwrap_or(rest));
+    n + r
 }
 
 /// One step of xorshift64: the tests' source of varied, repeatable inputs.
@@ -1745,15 +1755,27 @@ mod tests {
     }
 
     /// `ascii_run_copy` at every level: the run's length, and the run
-    /// appended after what `dst` held (here at full capacity, so the copy
-    /// must make room).
+    /// appended after what `dst` held, whatever room `dst` has (none, part
+    /// of the run: the fused loop then stops and the twin goes on, or all),
+    /// and `dst` not grown when the run fits its room.
     fn check_copy(s: &[u8], want: usize) {
-        for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
-            let mut d = Vec::with_capacity(3);
-            d.extend_from_slice(b"pre");
-            assert_eq!(ascii_run_copy_at(l, s, &mut d), want, "copy {l:?} {s:?}");
-            assert_eq!(d.get(..3), Some(&b"pre"[..]));
-            assert_eq!(d.get(3..), s.get(..want), "copied {l:?} {s:?}");
+        // No spare capacity, room for half of `s`, room for all of it.
+        for spare in [0, s.len() / 2, s.len() + 64] {
+            for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+                let mut d = Vec::with_capacity(3 + spare);
+                d.extend_from_slice(b"pre");
+                let cap = d.capacity();
+                assert_eq!(
+                    ascii_run_copy_at(l, s, &mut d),
+                    want,
+                    "copy {l:?} {spare} {s:?}"
+                );
+                assert_eq!(d.get(..3), Some(&b"pre"[..]));
+                assert_eq!(d.get(3..), s.get(..want), "copied {l:?} {spare} {s:?}");
+                if want <= cap - 3 {
+                    assert_eq!(d.capacity(), cap, "grown with room {l:?} {spare}");
+                }
+            }
         }
         let mut d = Vec::new();
         assert_eq!(ascii_run_copy(s, &mut d), want);
