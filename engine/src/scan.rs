@@ -1704,17 +1704,23 @@ pub fn ascii_run_copy(s: &[u8], dst: &mut Vec<u8>) -> usize {
 /// `dst`'s spare capacity, or [`ascii_run_at`] followed by one copy (its
 /// portable twin), which also takes over where the spare capacity ends.
 pub fn ascii_run_copy_at(level: Level, s: &[u8], dst: &mut Vec<u8>) -> usize {
-    let mut n = 0;
+    // What the fused loop took (nothing where it does not run).
     #[cfg(target_arch = "x86_64")]
-    if level == Level::Avx2 && avx2_ok() && s.len() >= 64 && dst.capacity() - dst.len() >= 64 {
-        let spare = dst.capacity() - dst.len();
-        // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
-        n = unsafe { x86::ascii_run_copy_avx2(s, dst) };
-        if n < spare.min(s.len()) {
-            // The run ended inside the room the fused loop had.
-            return n;
-        }
-    }
+    let n =
+        if level == Level::Avx2 && avx2_ok() && s.len() >= 64 && dst.capacity() - dst.len() >= 64 {
+            let spare = dst.capacity() - dst.len();
+            // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
+            let n = unsafe { x86::ascii_run_copy_avx2(s, dst) };
+            if n < spare.min(s.len()) {
+                // The run ended inside the room the fused loop had.
+                return n;
+            }
+            n
+        } else {
+            0
+        };
+    #[cfg(not(target_arch = "x86_64"))]
+    let n = 0;
     let rest = s.get(n..).unwrap_or(&[]);
     let r = if rest.len() < 16 {
         ascii_run_naive(rest)
