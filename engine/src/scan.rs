@@ -1706,27 +1706,25 @@ pub fn ascii_run_copy(s: &[u8], dst: &mut Vec<u8>) -> usize {
 pub fn ascii_run_copy_at(level: Level, s: &[u8], dst: &mut Vec<u8>) -> usize {
     // What the fused loop took (nothing where it does not run).
     #[cfg(target_arch = "x86_64")]
-    let n =
-        if level == Level::Avx2 && avx2_ok() && s.len() >= 64 && dst.capacity() - dst.len() >= 64 {
-            let spare = dst.capacity() - dst.len();
+    let n = {
+        let room = s.len().min(dst.capacity() - dst.len());
+        if level == Level::Avx2 && avx2_ok() && room >= 64 {
             // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
             let n = unsafe { x86::ascii_run_copy_avx2(s, dst) };
-            if n < spare.min(s.len()) {
-                // The run ended inside the room the fused loop had.
+            if n < room || n == s.len() {
+                // The run ended inside the room the fused loop had, or took
+                // all of `s`.
                 return n;
             }
             n
         } else {
             0
-        };
+        }
+    };
     #[cfg(not(target_arch = "x86_64"))]
     let n = 0;
     let rest = s.get(n..).unwrap_or(&[]);
-    let r = if rest.len() < 16 {
-        ascii_run_naive(rest)
-    } else {
-        ascii_run_at(level, rest)
-    };
+    let r = ascii_run_at(level, rest);
     dst.extend_from_slice(rest.get(..r).unwrap_or(rest));
     n + r
 }

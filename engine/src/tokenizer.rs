@@ -1116,11 +1116,20 @@ impl Tokenizer {
         }
         // As `scan_string`: the allowance is the window, and every plain
         // byte inside it fits.
-        let room = self.allow_dec.min(self.allow_enc);
-        let lim = usize::try_from(room).unwrap_or(usize::MAX).min(chunk.len());
+        let lim = self.kept_window_end(0, chunk.len());
         let a = scan::ascii_run_copy(chunk.get(..lim).unwrap_or(chunk), dst);
         self.take_plain(a);
         a
+    }
+
+    /// Where the window of a kept string's scan from `i` ends, in a chunk
+    /// of `n` bytes: no further than its allowance (decoded and encoded),
+    /// inside which every unit fits.
+    #[inline(always)]
+    fn kept_window_end(&self, i: usize, n: usize) -> usize {
+        let room = self.allow_dec.min(self.allow_enc);
+        i.saturating_add(usize::try_from(room).unwrap_or(usize::MAX))
+            .min(n)
     }
 
     /// Count `len` bytes of plain ASCII taken inside the current string: each
@@ -1410,9 +1419,7 @@ impl Tokenizer {
                 // byte-wise path, which then keeps or cuts it exactly. Windows never
                 // overlap, so this stays linear.
                 let lim = if self.keep {
-                    let room = self.allow_dec.min(self.allow_enc);
-                    i.saturating_add(usize::try_from(room).unwrap_or(usize::MAX))
-                        .min(n)
+                    self.kept_window_end(i, n)
                 } else {
                     n
                 };
