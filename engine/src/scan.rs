@@ -260,20 +260,33 @@ const ESC_LOW: [u8; 16] = {
     t
 };
 
-/// The naive escape masks of a block (and the portable implementation):
-/// backslashes, and bytes that may follow a backslash in a one-character
-/// escape.
-pub fn escape_masks_naive(b: &[u8; 64]) -> (u64, u64) {
-    let (mut bs, mut simple) = (0u64, 0u64);
+/// The escape masks of one 64-byte block; bit `k` describes byte `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Escapes {
+    /// Backslashes.
+    pub bs: u64,
+    /// Bytes that may follow a backslash in a one-character escape: `"\/bfnrt`.
+    pub simple: u64,
+    /// `u`, which begins the six-byte form.
+    pub u: u64,
+}
+
+/// The naive escape masks of a block (and the portable implementation).
+pub fn escape_masks_naive(b: &[u8; 64]) -> Escapes {
+    let mut e = Escapes::default();
     for (k, &x) in b.iter().enumerate() {
+        let bit = 1u64 << k;
         if x == b'\\' {
-            bs |= 1 << k;
+            e.bs |= bit;
         }
         if is_simple_escape(x) {
-            simple |= 1 << k;
+            e.simple |= bit;
+        }
+        if x == b'u' {
+            e.u |= bit;
         }
     }
-    (bs, simple)
+    e
 }
 
 /// The backslashes of `bs` that begin an escape, for a block read from a
@@ -307,20 +320,21 @@ fn padded_block(s: &[u8], at: usize) -> [u8; 64] {
 /// in the block, is one of `"\/bfnrt`. Such an escape is whole and valid.
 #[inline(always)]
 pub fn simple_escapes<B: Blocks>(blocks: B, s: &[u8], at: usize) -> u64 {
-    let (bs, simple) = match s
+    let e = match s
         .get(at..at + 64)
         .and_then(|w| <&[u8; 64]>::try_from(w).ok())
     {
         Some(w) => blocks.escape_masks(w),
         None => blocks.escape_masks(&padded_block(s, at)),
     };
-    escape_leads(bs) & (simple >> 1)
+    escape_leads(e.bs) & (e.simple >> 1)
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{
-        scan_naive, BlockJob, Blocks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH, PREV_LOW,
+        scan_naive, BlockJob, Blocks, Escapes, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH,
+        PREV_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -641,10 +655,10 @@ mod x86 {
         utf8_half(lo, prev) as u64 | (utf8_half(hi, lo) as u64) << 32
     }
 
-    /// Backslash and one-character-escape masks of 32 bytes.
+    /// Backslash, one-character-escape and `u` masks of 32 bytes.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn escape_half(v: __m256i) -> (u32, u32) {
+    fn escape_half(v: __m256i) -> (u32, u32, u32) {
         let nib = _mm256_set1_epi8(0x0F);
         let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib);
         let both = _mm256_and_si256(
@@ -653,9 +667,11 @@ mod x86 {
         );
         let none = _mm256_cmpeq_epi8(both, _mm256_setzero_si256());
         let bs = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\\' as i8));
+        let u = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'u' as i8));
         (
             _mm256_movemask_epi8(bs) as u32,
             !(_mm256_movemask_epi8(none) as u32),
+            _mm256_movemask_epi8(u) as u32,
         )
     }
 
@@ -663,7 +679,7 @@ mod x86 {
     /// The CPU must support AVX2; `p` must point to 64 readable bytes.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn escapes_avx2(p: *const u8) -> (u64, u64) {
+    unsafe fn escapes_avx2(p: *const u8) -> Escapes {
         // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
         let (lo, hi) = unsafe {
             (
@@ -671,9 +687,14 @@ mod x86 {
                 _mm256_loadu_si256(p.add(32) as *const __m256i),
             )
         };
-        let (b0, s0) = escape_half(lo);
-        let (b1, s1) = escape_half(hi);
-        (b0 as u64 | (b1 as u64) << 32, s0 as u64 | (s1 as u64) << 32)
+        let (b0, s0, u0) = escape_half(lo);
+        let (b1, s1, u1) = escape_half(hi);
+        let join = |a: u32, b: u32| a as u64 | (b as u64) << 32;
+        Escapes {
+            bs: join(b0, b1),
+            simple: join(s0, s1),
+            u: join(u0, u1),
+        }
     }
 
     /// The AVX2 block level; made only by [`run_avx2`].
@@ -695,7 +716,7 @@ mod x86 {
         }
 
         #[inline(always)]
-        fn escape_masks(self, b: &[u8; 64]) -> (u64, u64) {
+        fn escape_masks(self, b: &[u8; 64]) -> Escapes {
             // SAFETY: as above.
             unsafe { escapes_avx2(b.as_ptr()) }
         }
@@ -804,7 +825,8 @@ mod x86 {
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod arm {
     use super::{
-        scan_naive, BlockJob, Blocks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH, PREV_LOW,
+        scan_naive, BlockJob, Blocks, Escapes, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH,
+        PREV_LOW,
     };
     use std::arch::aarch64::*;
 
@@ -1013,13 +1035,17 @@ mod arm {
         vtstq_u8(bad, bad)
     }
 
-    /// Backslashes and bytes in `"\/bfnrt`, of 16 bytes.
+    /// Backslashes, bytes in `"\/bfnrt` and `u`, of 16 bytes.
     #[target_feature(enable = "neon")]
     #[inline]
-    fn escape_16(v: uint8x16_t) -> (uint8x16_t, uint8x16_t) {
+    fn escape_16(v: uint8x16_t) -> [uint8x16_t; 3] {
         let both_hi = vqtbl1q_u8(load16(&ESC_HIGH), vshrq_n_u8::<4>(v));
         let both_lo = vqtbl1q_u8(load16(&ESC_LOW), vandq_u8(v, vdupq_n_u8(0x0F)));
-        (vceqq_u8(v, vdupq_n_u8(b'\\')), vtstq_u8(both_hi, both_lo))
+        [
+            vceqq_u8(v, vdupq_n_u8(b'\\')),
+            vtstq_u8(both_hi, both_lo),
+            vceqq_u8(v, vdupq_n_u8(b'u')),
+        ]
     }
 
     /// [`Blocks::masks`].
@@ -1052,13 +1078,17 @@ mod arm {
     /// [`Blocks::escape_masks`].
     #[target_feature(enable = "neon")]
     #[inline]
-    fn escapes_neon(b: &[u8; 64]) -> (u64, u64) {
+    fn escapes_neon(b: &[u8; 64]) -> Escapes {
         let [v0, v1, v2, v3] = load64(b);
-        let (b0, s0) = escape_16(v0);
-        let (b1, s1) = escape_16(v1);
-        let (b2, s2) = escape_16(v2);
-        let (b3, s3) = escape_16(v3);
-        (bits64([b0, b1, b2, b3]), bits64([s0, s1, s2, s3]))
+        let [b0, s0, u0] = escape_16(v0);
+        let [b1, s1, u1] = escape_16(v1);
+        let [b2, s2, u2] = escape_16(v2);
+        let [b3, s3, u3] = escape_16(v3);
+        Escapes {
+            bs: bits64([b0, b1, b2, b3]),
+            simple: bits64([s0, s1, s2, s3]),
+            u: bits64([u0, u1, u2, u3]),
+        }
     }
 
     /// The NEON block level; made only by [`run_neon`].
@@ -1079,7 +1109,7 @@ mod arm {
         }
 
         #[inline(always)]
-        fn escape_masks(self, b: &[u8; 64]) -> (u64, u64) {
+        fn escape_masks(self, b: &[u8; 64]) -> Escapes {
             // SAFETY: as above.
             unsafe { escapes_neon(b) }
         }
@@ -1314,9 +1344,8 @@ pub trait Blocks: Copy {
     /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
     /// the three bytes before the block; the same bits as [`utf8_flags_naive`].
     fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64;
-    /// (backslashes, bytes in `"\/bfnrt`) of `b`; the same bits as
-    /// [`escape_masks_naive`].
-    fn escape_masks(self, b: &[u8; 64]) -> (u64, u64);
+    /// The escape masks of `b`; the same bits as [`escape_masks_naive`].
+    fn escape_masks(self, b: &[u8; 64]) -> Escapes;
     /// [`skip_ws_after`] at this level: `s[i]` is whitespace; the index of
     /// the first byte after it that is not (or `s.len()`). The baseline
     /// (SSE2 on x86_64, NEON on aarch64) unless a level has wider registers.
@@ -1342,7 +1371,7 @@ impl Blocks for PortableBlocks {
     }
 
     #[inline(always)]
-    fn escape_masks(self, b: &[u8; 64]) -> (u64, u64) {
+    fn escape_masks(self, b: &[u8; 64]) -> Escapes {
         escape_masks_naive(b)
     }
 }
@@ -2303,8 +2332,8 @@ mod tests {
     fn escape_masks_match_their_twin() {
         struct Job<'a>(&'a [u8; 64]);
         impl BlockJob for Job<'_> {
-            type Out = (u64, u64);
-            fn run<B: Blocks>(self, blocks: B) -> (u64, u64) {
+            type Out = Escapes;
+            fn run<B: Blocks>(self, blocks: B) -> Escapes {
                 blocks.escape_masks(self.0)
             }
         }

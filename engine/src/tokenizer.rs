@@ -399,8 +399,162 @@ impl scan::BlockJob for StrJob<'_> {
     }
 }
 
+/// [`fast_string`] at one level: whole blocks first ([`string_blocks`]), then
+/// from where they stop, the unit walk ([`string_units`]).
 #[inline(always)]
 fn fast_string_in<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> FastStr {
+    let b = string_blocks(blocks, chunk, start);
+    let taken = (b.end - start) as u64;
+    let (dec, chars) = (taken - b.less, taken - b.not_chars);
+    if b.quote {
+        return FastStr {
+            end: b.end,
+            quote: true,
+            dec,
+            chars,
+        };
+    }
+    let f = string_units(blocks, chunk, b.end);
+    FastStr {
+        end: f.end,
+        quote: f.quote,
+        dec: dec + f.dec,
+        chars: chars + f.chars,
+    }
+}
+
+/// What [`string_blocks`] took: the whole units in `[start, end)`, how many
+/// more encoded bytes than decoded ones they hold (`less`) and how many of
+/// their bytes begin no character (`not_chars`); `quote` when `chunk[end]`
+/// closes the string.
+#[derive(Debug, Clone, Copy)]
+struct Taken {
+    end: usize,
+    less: u64,
+    not_chars: u64,
+    quote: bool,
+}
+
+/// A string body from `start`, 64 bytes at a time, each block taken whole
+/// from its masks: the escape leads come from the backslash runs at once,
+/// so one-character escapes cost no step of their own; each `\u` escape is
+/// read in place; UTF-8 is checked on the block. Each block starts between
+/// units, so nothing is carried from one to the next: a unit that the
+/// block's end would split (an escape, a UTF-8 sequence) is left for the next
+/// block, which starts at it. Stops before the first block that is not all
+/// valid units up to its end or its closing quote (an error, a control
+/// byte), and before the last, short block: [`string_units`] goes on from
+/// there, with exact errors.
+#[inline(always)]
+fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Taken {
+    let mut t = Taken {
+        end: start,
+        less: 0,
+        not_chars: 0,
+        quote: false,
+    };
+    let mut eager = false;
+    'blocks: while let Some(w) = chunk
+        .get(t.end..t.end + 64)
+        .and_then(|w| <&[u8; 64]>::try_from(w).ok())
+    {
+        let m = blocks.masks(w);
+        // The block's bytes taken: [0, c).
+        let mut c = 64u32;
+        let mut leads = 0u64;
+        // Over the block's `\u` escapes: encoded bytes beyond a
+        // one-character escape's 2 that decode to nothing more, and bytes
+        // beyond its 1 that begin no character.
+        let (mut u_less, mut u_not_chars) = (0u64, 0u64);
+        if m.special != 0 {
+            let e = blocks.escape_masks(w);
+            leads = scan::escape_leads(e.bs);
+            let escaped = leads << 1;
+            let stops = m.special & !e.bs & !escaped;
+            if stops != 0 {
+                c = stops.trailing_zeros();
+                if w.get(c as usize) != Some(&b'"') {
+                    // A control byte: the unit walk reports it.
+                    break;
+                }
+                t.quote = true;
+            } else if leads >> 63 != 0 {
+                // The last byte begins an escape.
+                c = 63;
+            }
+            if escaped & !(e.simple | e.u) & below(c) != 0 {
+                break;
+            }
+            let mut ul = leads & (e.u >> 1) & below(c);
+            while ul != 0 {
+                let p = ul.trailing_zeros() as usize;
+                match inline_escape(w, p) {
+                    Some((enc, dec, _)) => {
+                        let enc = enc as u64;
+                        // A pair is two escapes, each with its lead.
+                        let pair = enc / 6;
+                        u_less += enc - dec - pair;
+                        u_not_chars += enc - 1 - pair;
+                        if pair == 2 {
+                            // The low half's lead is this escape's.
+                            ul &= !(1u64 << ((p + 6) & 63));
+                        }
+                    }
+                    // Split by the block's end: the next block starts at it.
+                    None if p + 12 > 64 => {
+                        c = p as u32;
+                        t.quote = false;
+                        break;
+                    }
+                    None => break 'blocks,
+                }
+                ul &= ul - 1;
+            }
+        }
+        // Once the string has shown a non-ASCII byte, every block is checked:
+        // on text that mixes ASCII and non-ASCII blocks a branch on the
+        // block's own bytes goes either way at random (as in `find_block`).
+        eager |= m.high != 0;
+        if eager {
+            let flags = blocks.utf8_flags([b' '; 3], w);
+            if c == 64 {
+                // A sequence the block's end splits: the next block starts at
+                // its lead (found without a branch: any lead among the last
+                // three bytes that asks for more than follow it).
+                let [b61, b62, b63] = *w.last_chunk::<3>().unwrap_or(&[0; 3]);
+                c = if b63 >= 0xC0 {
+                    63
+                } else if b62 >= 0xE0 {
+                    62
+                } else if b61 >= 0xF0 {
+                    61
+                } else {
+                    64
+                };
+            }
+            // Bit `c`: whether the sequence before it is whole.
+            if flags & below(c + 1) != 0 {
+                break;
+            }
+        }
+        let taken = below(c);
+        let n_esc = (leads & taken).count_ones() as u64;
+        t.less += n_esc + u_less;
+        t.not_chars += (m.cont & taken).count_ones() as u64 + n_esc + u_not_chars;
+        t.end += c as usize;
+        if t.quote {
+            return t;
+        }
+    }
+    t.quote = false;
+    t
+}
+
+/// The unit walk of [`fast_string`]: special bytes come from 64-byte masks,
+/// one-character escapes are taken a block's run at once, other escapes and
+/// the end one at a time.
+#[inline(always)]
+fn string_units<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> FastStr {
     let n = chunk.len();
     let mut i = start;
     // The bytes in [start, stop) that begin no character: continuation bytes
@@ -2179,6 +2333,10 @@ mod tests {
             b"\\\\\\\\",
             b"\\t",
             b"0123456789abcdef",
+            b"\\\\\\\"",
+            b"\\\\\\\\\\\\\\u00e9",
+            "\u{10FFFF}".as_bytes(),
+            "\u{7FF}\u{800}".as_bytes(),
         ];
         let bad: &[&[u8]] = &[
             b"\"",
@@ -2193,6 +2351,14 @@ mod tests {
             b"\\",
             b"\\uZZZZ",
             b"\\uD83D\\u0041",
+            b"\\\x01",
+            b"\xC0\x80",
+            b"\xED\xA0\x80",
+            b"\xF4\x90\x80\x80",
+            b"\xE6\x97",
+            b"\xF0\x9F\x98",
+            b"\x80",
+            b"\\uD83D\\uD83D",
         ];
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut rnd = |n: usize| (crate::scan::xorshift(&mut x) % n as u64) as usize;
@@ -2227,6 +2393,53 @@ mod tests {
                 }
                 let f = fast_string(c, start);
                 assert_eq!((f.end, f.quote, f.dec, f.chars), want);
+            }
+        }
+    }
+
+    /// Every unit and every bad byte run at every offset around the first
+    /// two block ends, the chunk cut at every length: a block that must leave
+    /// a unit to the next one (or to the unit walk) agrees with the walk.
+    #[test]
+    fn fast_string_agrees_at_every_block_offset() {
+        let units: &[&[u8]] = &[
+            b"\\n",
+            b"\\\\",
+            b"\\u00e9",
+            b"\\u20AC",
+            b"\\uD83D\\uDE00",
+            "é".as_bytes(),
+            "日本".as_bytes(),
+            "😀".as_bytes(),
+            b"\\x",
+            b"\\u12",
+            b"\\uD83Dx",
+            b"\\uDE00",
+            b"\n",
+            b"\xC3",
+            b"\xFF",
+            b"\xE6\x97",
+            b"\xF0\x9F\x98",
+            b"\\uD83D\\u0041",
+        ];
+        for unit in units {
+            for lead in 50..140 {
+                let mut s = vec![b'a'; lead];
+                s.extend_from_slice(unit);
+                s.extend_from_slice(&[b'b'; 70]);
+                s.push(b'"');
+                for end in lead..=s.len() {
+                    let c = &s[..end];
+                    let want = naive_string(c, 0);
+                    for level in [Level::Portable, Level::Avx2, Level::Neon] {
+                        let f = fast_string_at(level, c, 0);
+                        assert_eq!(
+                            (f.end, f.quote, f.dec, f.chars),
+                            want,
+                            "{level:?} {lead} {end} {unit:02X?}"
+                        );
+                    }
+                }
             }
         }
     }
