@@ -1959,6 +1959,20 @@ impl Tokenizer {
                     in_obj = self.in_object();
                     depth -= 1;
                     i += 1;
+                    // The closers right after it (`}}}`, `]}`: the ends of
+                    // nested containers), each in a step of its own loop,
+                    // not a trip round the dispatch. A closer this loop may
+                    // not take is left to the dispatch, which breaks on it.
+                    while let Some(&c) = chunk.get(i) {
+                        let obj = c == b'}';
+                        if !(obj || c == b']') || in_obj != obj || depth <= close_floor {
+                            break;
+                        }
+                        self.stack.pop();
+                        in_obj = self.in_object();
+                        depth -= 1;
+                        i += 1;
+                    }
                     state = separator_after_value(blocks, chunk, &mut i, in_obj);
                 }
                 (State::Value | State::ArrFirst, _) => {
