@@ -519,8 +519,8 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
             let flags = blocks.utf8_flags([b' '; 3], w);
             if c == 64 {
                 // A sequence the block's end splits: the next block starts at
-                // its lead (found without a branch: any lead among the last
-                // three bytes that asks for more than follow it).
+                // its lead, the lead among the last three bytes that asks for
+                // more bytes than follow it.
                 let [b61, b62, b63] = *w.last_chunk::<3>().unwrap_or(&[0; 3]);
                 c = if b63 >= 0xC0 {
                     63
