@@ -466,6 +466,8 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
         // one-character escape's 2 that decode to nothing more, and bytes
         // beyond its 1 that begin no character.
         let (mut u_less, mut u_not_chars) = (0u64, 0u64);
+        // Whether the byte at `c` is the closing quote.
+        let mut quote = false;
         if m.special != 0 {
             let e = blocks.escape_masks(w);
             leads = scan::escape_leads(e.bs);
@@ -477,7 +479,7 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
                     // A control byte: the unit walk reports it.
                     break;
                 }
-                t.quote = true;
+                quote = true;
             } else if leads >> 63 != 0 {
                 // The last byte begins an escape.
                 c = 63;
@@ -503,7 +505,7 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
                     // Split by the block's end: the next block starts at it.
                     None if p + 12 > 64 => {
                         c = p as u32;
-                        t.quote = false;
+                        quote = false;
                         break;
                     }
                     None => break 'blocks,
@@ -521,7 +523,7 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
                 // A sequence the block's end splits: the next block starts at
                 // its lead, the lead among the last three bytes that asks for
                 // more bytes than follow it.
-                let [b61, b62, b63] = *w.last_chunk::<3>().unwrap_or(&[0; 3]);
+                let [.., b61, b62, b63] = *w;
                 c = if b63 >= 0xC0 {
                     63
                 } else if b62 >= 0xE0 {
@@ -542,11 +544,11 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
         t.less += n_esc + u_less;
         t.not_chars += (m.cont & taken).count_ones() as u64 + n_esc + u_not_chars;
         t.end += c as usize;
-        if t.quote {
+        if quote {
+            t.quote = true;
             return t;
         }
     }
-    t.quote = false;
     t
 }
 
@@ -1955,23 +1957,20 @@ impl Tokenizer {
                     if in_obj != obj || depth <= close_floor {
                         break;
                     }
-                    self.stack.pop();
-                    in_obj = self.in_object();
-                    depth -= 1;
-                    i += 1;
-                    // The closers right after it (`}}}`, `]}`: the ends of
-                    // nested containers), each in a step of its own loop,
-                    // not a trip round the dispatch. A closer this loop may
+                    // This closer and the ones right after it (`}}}`, `]}`:
+                    // the ends of nested containers), each a step of this
+                    // loop, not a trip round the dispatch. A closer it may
                     // not take is left to the dispatch, which breaks on it.
-                    while let Some(&c) = chunk.get(i) {
-                        let obj = c == b'}';
-                        if !(obj || c == b']') || in_obj != obj || depth <= close_floor {
-                            break;
-                        }
+                    loop {
                         self.stack.pop();
                         in_obj = self.in_object();
                         depth -= 1;
                         i += 1;
+                        match chunk.get(i) {
+                            Some(&c @ (b'}' | b']'))
+                                if in_obj == (c == b'}') && depth > close_floor => {}
+                            _ => break,
+                        }
                     }
                     state = separator_after_value(blocks, chunk, &mut i, in_obj);
                 }
