@@ -289,6 +289,80 @@ pub fn escape_masks_naive(b: &[u8; 64]) -> Escapes {
     e
 }
 
+/// The hex-digit masks of one 64-byte block, for the four digits of `\u`
+/// escapes; bit `k` describes byte `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HexMasks {
+    /// Hex digits: `0-9`, `a-f`, `A-F`.
+    pub hex: u64,
+    /// `0`.
+    pub zero: u64,
+    /// `0-7`.
+    pub oct: u64,
+    /// `d` or `D`.
+    pub d: u64,
+    /// `c-f` or `C-F`.
+    pub cf: u64,
+}
+
+/// The naive hex masks of a block (and the portable implementation).
+pub fn hex_masks_naive(b: &[u8; 64]) -> HexMasks {
+    let mut h = HexMasks::default();
+    for (k, &x) in b.iter().enumerate() {
+        let bit = 1u64 << k;
+        let lower = x.to_ascii_lowercase();
+        if x.is_ascii_hexdigit() {
+            h.hex |= bit;
+        }
+        if x == b'0' {
+            h.zero |= bit;
+        }
+        if (b'0'..=b'7').contains(&x) {
+            h.oct |= bit;
+        }
+        if lower == b'd' {
+            h.d |= bit;
+        }
+        if (b'c'..=b'f').contains(&lower) {
+            h.cf |= bit;
+        }
+    }
+    h
+}
+
+/// Class bits of the nibble tables [`HEX_HIGH`] and [`HEX_LOW`]: a byte is
+/// in class `c` when `HEX_HIGH[b >> 4] & HEX_LOW[b & 15] & c != 0`.
+const HX_DIGIT: u8 = 1;
+const HX_ALPHA: u8 = 2;
+const HX_ZERO: u8 = 4;
+const HX_OCT: u8 = 8;
+const HX_D: u8 = 16;
+const HX_CF: u8 = 32;
+const HEX_HIGH: [u8; 16] = {
+    let mut t = [0u8; 16];
+    t[0x3] = HX_DIGIT | HX_ZERO | HX_OCT;
+    t[0x4] = HX_ALPHA | HX_D | HX_CF;
+    t[0x6] = HX_ALPHA | HX_D | HX_CF;
+    t
+};
+const HEX_LOW: [u8; 16] = {
+    let mut t = [0u8; 16];
+    let mut k = 0;
+    while k < 16 {
+        t[k] = match k {
+            0 => HX_DIGIT | HX_ZERO | HX_OCT,
+            1 | 2 => HX_DIGIT | HX_OCT | HX_ALPHA,
+            3 | 5 | 6 => HX_DIGIT | HX_OCT | HX_ALPHA | HX_CF,
+            4 => HX_DIGIT | HX_OCT | HX_ALPHA | HX_CF | HX_D,
+            7 => HX_DIGIT | HX_OCT,
+            8 | 9 => HX_DIGIT,
+            _ => 0,
+        };
+        k += 1;
+    }
+    t
+};
+
 /// The backslashes of `bs` that begin an escape, for a block read from a
 /// point outside any escape: in each run of backslashes, those at an even
 /// distance from the run's start (the others are escaped by the one before).
@@ -333,8 +407,8 @@ pub fn simple_escapes<B: Blocks>(blocks: B, s: &[u8], at: usize) -> u64 {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{
-        scan_naive, BlockJob, Blocks, Escapes, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH,
-        PREV_LOW,
+        scan_naive, BlockJob, Blocks, Escapes, HexMasks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW,
+        HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO, PREV_HIGH, PREV_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -697,6 +771,59 @@ mod x86 {
         }
     }
 
+    /// Hex-digit class masks of 32 bytes: hex, `0`, `0-7`, `d`, `c-f`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn hex_half(v: __m256i) -> [u32; 5] {
+        let nib = _mm256_set1_epi8(0x0F);
+        let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(v), nib);
+        let cls = _mm256_and_si256(
+            _mm256_shuffle_epi8(table(&HEX_HIGH), hi),
+            _mm256_shuffle_epi8(table(&HEX_LOW), _mm256_and_si256(v, nib)),
+        );
+        // Each class bit shifted to the top of its byte: a 16-bit shift by
+        // 7 - n moves bit n of each byte into that byte's bit 7.
+        let bit = |v: __m256i| _mm256_movemask_epi8(v) as u32;
+        [
+            bit(_mm256_slli_epi16::<{ 7 - HX_DIGIT.trailing_zeros() as i32 }>(cls))
+                | bit(_mm256_slli_epi16::<{ 7 - HX_ALPHA.trailing_zeros() as i32 }>(cls)),
+            bit(_mm256_slli_epi16::<{ 7 - HX_ZERO.trailing_zeros() as i32 }>(cls)),
+            bit(_mm256_slli_epi16::<{ 7 - HX_OCT.trailing_zeros() as i32 }>(
+                cls,
+            )),
+            bit(_mm256_slli_epi16::<{ 7 - HX_D.trailing_zeros() as i32 }>(
+                cls,
+            )),
+            bit(_mm256_slli_epi16::<{ 7 - HX_CF.trailing_zeros() as i32 }>(
+                cls,
+            )),
+        ]
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn hex_avx2(p: *const u8) -> HexMasks {
+        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
+        let (lo, hi) = unsafe {
+            (
+                _mm256_loadu_si256(p as *const __m256i),
+                _mm256_loadu_si256(p.add(32) as *const __m256i),
+            )
+        };
+        let [h0, z0, o0, d0, c0] = hex_half(lo);
+        let [h1, z1, o1, d1, c1] = hex_half(hi);
+        let join = |a: u32, b: u32| a as u64 | (b as u64) << 32;
+        HexMasks {
+            hex: join(h0, h1),
+            zero: join(z0, z1),
+            oct: join(o0, o1),
+            d: join(d0, d1),
+            cf: join(c0, c1),
+        }
+    }
+
     /// The AVX2 block level; made only by [`run_avx2`].
     #[derive(Debug, Clone, Copy)]
     pub struct Avx2Blocks(());
@@ -719,6 +846,12 @@ mod x86 {
         fn escape_masks(self, b: &[u8; 64]) -> Escapes {
             // SAFETY: as above.
             unsafe { escapes_avx2(b.as_ptr()) }
+        }
+
+        #[inline(always)]
+        fn hex_masks(self, b: &[u8; 64]) -> HexMasks {
+            // SAFETY: as above.
+            unsafe { hex_avx2(b.as_ptr()) }
         }
 
         #[inline(always)]
@@ -825,8 +958,8 @@ mod x86 {
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod arm {
     use super::{
-        scan_naive, BlockJob, Blocks, Escapes, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW, PREV_HIGH,
-        PREV_LOW,
+        scan_naive, BlockJob, Blocks, Escapes, HexMasks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW,
+        HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO, PREV_HIGH, PREV_LOW,
     };
     use std::arch::aarch64::*;
 
@@ -1091,6 +1224,33 @@ mod arm {
         }
     }
 
+    /// [`Blocks::hex_masks`].
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn hex_neon(b: &[u8; 64]) -> HexMasks {
+        let [v0, v1, v2, v3] = load64(b);
+        let (th, tl) = (load16(&HEX_HIGH), load16(&HEX_LOW));
+        let nib = vdupq_n_u8(0x0F);
+        let cls = |v: uint8x16_t| {
+            vandq_u8(
+                vqtbl1q_u8(th, vshrq_n_u8::<4>(v)),
+                vqtbl1q_u8(tl, vandq_u8(v, nib)),
+            )
+        };
+        let c = [cls(v0), cls(v1), cls(v2), cls(v3)];
+        let class = |k: u8| {
+            let m = vdupq_n_u8(k);
+            bits64(c.map(|v| vtstq_u8(v, m)))
+        };
+        HexMasks {
+            hex: class(HX_DIGIT | HX_ALPHA),
+            zero: class(HX_ZERO),
+            oct: class(HX_OCT),
+            d: class(HX_D),
+            cf: class(HX_CF),
+        }
+    }
+
     /// The NEON block level; made only by [`run_neon`].
     #[derive(Debug, Clone, Copy)]
     pub struct NeonBlocks(());
@@ -1112,6 +1272,12 @@ mod arm {
         fn escape_masks(self, b: &[u8; 64]) -> Escapes {
             // SAFETY: as above.
             unsafe { escapes_neon(b) }
+        }
+
+        #[inline(always)]
+        fn hex_masks(self, b: &[u8; 64]) -> HexMasks {
+            // SAFETY: as above.
+            unsafe { hex_neon(b) }
         }
     }
 
@@ -1346,6 +1512,8 @@ pub trait Blocks: Copy {
     fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64;
     /// The escape masks of `b`; the same bits as [`escape_masks_naive`].
     fn escape_masks(self, b: &[u8; 64]) -> Escapes;
+    /// The hex-digit masks of `b`; the same bits as [`hex_masks_naive`].
+    fn hex_masks(self, b: &[u8; 64]) -> HexMasks;
     /// [`skip_ws_after`] at this level: `s[i]` is whitespace; the index of
     /// the first byte after it that is not (or `s.len()`). The baseline
     /// (SSE2 on x86_64, NEON on aarch64) unless a level has wider registers.
@@ -1373,6 +1541,11 @@ impl Blocks for PortableBlocks {
     #[inline(always)]
     fn escape_masks(self, b: &[u8; 64]) -> Escapes {
         escape_masks_naive(b)
+    }
+
+    #[inline(always)]
+    fn hex_masks(self, b: &[u8; 64]) -> HexMasks {
+        hex_masks_naive(b)
     }
 }
 
@@ -2353,6 +2526,45 @@ mod tests {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }
+    }
+
+    #[test]
+    fn hex_masks_match_their_twin() {
+        struct Job<'a>(&'a [u8; 64]);
+        impl BlockJob for Job<'_> {
+            type Out = HexMasks;
+            fn run<B: Blocks>(self, blocks: B) -> HexMasks {
+                blocks.hex_masks(self.0)
+            }
+        }
+        // Every byte value at every position, then random blocks, then
+        // blocks of hex digits and their neighbours.
+        let mut x = 0x4E58_D16E_0BAD_F00Du64;
+        let near = b"/0123456789:@ABCDEFG`abcdefgxX\\u";
+        for round in 0..20_000u32 {
+            let mut b = [0u8; 64];
+            for (k, slot) in b.iter_mut().enumerate() {
+                *slot = if round < 256 {
+                    (round as usize + k * 97) as u8
+                } else if round % 2 == 0 {
+                    xorshift(&mut x) as u8
+                } else {
+                    near[xorshift(&mut x) as usize % near.len()]
+                };
+            }
+            let want = hex_masks_naive(&b);
+            for l in [Level::Portable, Level::Avx2, Level::Neon] {
+                assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
+            }
+        }
+        let mut all = [b' '; 64];
+        all[..22].copy_from_slice(b"0123456789abcdefABCDEF");
+        let h = hex_masks_naive(&all);
+        assert_eq!(h.hex, (1 << 22) - 1);
+        assert_eq!(h.zero, 1);
+        assert_eq!(h.oct, 0xFF);
+        assert_eq!(h.d, 1 << 13 | 1 << 19);
+        assert_eq!(h.cf, 0xF << 12 | 0xF << 18);
     }
 
     #[test]

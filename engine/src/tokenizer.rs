@@ -454,7 +454,7 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
         quote: false,
     };
     let mut eager = false;
-    'blocks: while let Some(w) = chunk
+    while let Some(w) = chunk
         .get(t.end..t.end + 64)
         .and_then(|w| <&[u8; 64]>::try_from(w).ok())
     {
@@ -487,30 +487,21 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
             if escaped & !(e.simple | e.u) & below(c) != 0 {
                 break;
             }
-            let mut ul = leads & (e.u >> 1) & below(c);
-            while ul != 0 {
-                let p = ul.trailing_zeros() as usize;
-                match inline_escape(w, p) {
-                    Some((enc, dec, _)) => {
-                        let enc = enc as u64;
-                        // A pair is two escapes, each with its lead.
-                        let pair = enc / 6;
-                        u_less += enc - dec - pair;
-                        u_not_chars += enc - 1 - pair;
-                        if pair == 2 {
-                            // The low half's lead is this escape's.
-                            ul &= !(1u64 << ((p + 6) & 63));
-                        }
-                    }
-                    // Split by the block's end: the next block starts at it.
-                    None if p + 12 > 64 => {
-                        c = p as u32;
-                        quote = false;
-                        break;
-                    }
-                    None => break 'blocks,
+            let ul = leads & (e.u >> 1) & below(c);
+            if ul != 0 {
+                let u = u_escapes(blocks.hex_masks(w), ul);
+                if u.bad == 0 {
+                    // Neither whole nor valid, though a pair would fit in the
+                    // block: the unit walk reports it.
+                    break;
                 }
-                ul &= ul - 1;
+                if u.bad < 64 {
+                    // Cut by the block's end, or not valid: the next block
+                    // starts at it (and stops there if it is not valid).
+                    c = u.bad;
+                    quote = false;
+                }
+                (u_less, u_not_chars) = (u.less, u.not_chars);
             }
         }
         // Once the string has shown a non-ASCII byte, every block is checked:
@@ -550,6 +541,55 @@ fn string_blocks<B: scan::Blocks>(blocks: B, chunk: &[u8], start: usize) -> Take
         }
     }
     t
+}
+
+/// What [`u_escapes`] found of a block's `\u` escapes: the first lead
+/// (`bad`, 64 if none) that does not begin a whole, valid escape or pair in
+/// the block, and over the escapes before it, encoded bytes beyond a
+/// one-character escape's 2 that decode to nothing more (`less`) and bytes
+/// beyond its 1 that begin no character (`not_chars`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UEscapes {
+    bad: u32,
+    less: u64,
+    not_chars: u64,
+}
+
+/// The `\u` escapes of a block whose leads (the backslashes) are `ul`, all
+/// at once from the block's hex masks `h`: bit `p` of a mask shifted right
+/// by `2 + k` tells of the escape at `p`'s digit `k`. A lead is good when it
+/// begins an escape of four hex digits that is not a surrogate, or a high
+/// surrogate whose low half follows at once (that low half's lead is then
+/// good too); the first lead that is not is `bad`, and what comes from it
+/// on is not counted. An escape that the block's end cuts (its lead past
+/// 58, or a high half past 52) is never good.
+#[inline(always)]
+fn u_escapes(h: scan::HexMasks, ul: u64) -> UEscapes {
+    let hex4 = (h.hex >> 2) & (h.hex >> 3) & (h.hex >> 4) & (h.hex >> 5);
+    // `D` then one of `89ABCDEF`; a low half's second digit is in `CDEF`.
+    let surrogate = (h.d >> 2) & (h.hex >> 3) & !(h.oct >> 3);
+    let low_half = surrogate & (h.cf >> 3);
+    let whole = ul & hex4;
+    let lows = whole & low_half;
+    let mut single = whole & !surrogate;
+    let mut pairs = whole & surrogate & !low_half & (lows >> 6);
+    let bad = (ul & !(single | pairs | pairs << 6)).trailing_zeros();
+    single &= below(bad);
+    pairs &= below(bad);
+    // Code points below 0x80 (`00` then `0-7`) decode to one byte, below
+    // 0x800 (`0` then `0-7`) to two, the rest of one escape to three, a
+    // pair to four.
+    let one = (h.zero >> 2) & (h.zero >> 3) & (h.oct >> 4);
+    let two = (h.zero >> 2) & (h.oct >> 3) & !one;
+    let (n, n_pairs) = (single.count_ones() as u64, pairs.count_ones() as u64);
+    UEscapes {
+        bad,
+        less: 2 * n
+            + 2 * (single & one).count_ones() as u64
+            + (single & two).count_ones() as u64
+            + 6 * n_pairs,
+        not_chars: 4 * n + 9 * n_pairs,
+    }
 }
 
 /// The unit walk of [`fast_string`]: special bytes come from 64-byte masks,
@@ -2287,9 +2327,9 @@ impl Tokenizer {
 mod tests {
     use super::{
         digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
-        number_end_bytes,
+        number_end_bytes, u_escapes, UEscapes,
     };
-    use crate::scan::Level;
+    use crate::scan::{self, Level};
 
     /// The unit-by-unit reading of a string body that `fast_string` must
     /// match: (end, closing quote, decoded bytes, characters).
@@ -2350,6 +2390,18 @@ mod tests {
             b"\\\\\\\\\\\\\\u00e9",
             "\u{10FFFF}".as_bytes(),
             "\u{7FF}\u{800}".as_bytes(),
+            // Each side of every edge of a `\u` escape's decoded length.
+            b"\\u0000",
+            b"\\u007F",
+            b"\\u0080",
+            b"\\u07ff",
+            b"\\u0800",
+            b"\\uD7FF",
+            b"\\ue000",
+            b"\\uFFFF",
+            b"\\ud800\\udc00",
+            b"\\uDBFF\\uDFFF",
+            b"\\uDbFf\\udFfF",
         ];
         let bad: &[&[u8]] = &[
             b"\"",
@@ -2372,6 +2424,15 @@ mod tests {
             b"\xF0\x9F\x98",
             b"\x80",
             b"\\uD83D\\uD83D",
+            b"\\u00G0",
+            b"\\u:000",
+            b"\\u/000",
+            b"\\u0@00",
+            b"\\u00`0",
+            b"\\u000g",
+            b"\\uDC00\\uDC00",
+            b"\\uDBFF\\uE000",
+            b"\\uD7FF\\uDC00",
         ];
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut rnd = |n: usize| (crate::scan::xorshift(&mut x) % n as u64) as usize;
@@ -2410,6 +2471,99 @@ mod tests {
         }
     }
 
+    /// [`u_escapes`]' obvious twin: each escape read in turn, in place.
+    fn u_walk(w: &[u8; 64], mut ul: u64) -> UEscapes {
+        let (mut less, mut not_chars) = (0, 0);
+        while ul != 0 {
+            let p = ul.trailing_zeros();
+            let Some((enc, dec, _)) = inline_escape(w, p as usize) else {
+                return UEscapes {
+                    bad: p,
+                    less,
+                    not_chars,
+                };
+            };
+            let enc = enc as u64;
+            let pair = enc / 6;
+            less += enc - dec - pair;
+            not_chars += enc - 1 - pair;
+            if pair == 2 {
+                ul &= !(1 << (p + 6));
+            }
+            ul &= ul - 1;
+        }
+        UEscapes {
+            bad: 64,
+            less,
+            not_chars,
+        }
+    }
+
+    /// A block's `\u` escapes from its masks against reading each in turn:
+    /// blocks of escapes good and bad, at every offset, and random bytes
+    /// from the alphabet escapes are made of.
+    #[test]
+    fn u_escapes_match_the_escape_walk() {
+        let units: &[&[u8]] = &[
+            b"a",
+            b"\\n",
+            b"\\\\",
+            b"\\u0000",
+            b"\\u007f",
+            b"\\u0080",
+            b"\\u07FF",
+            b"\\u0800",
+            b"\\uD7FF",
+            b"\\uE000",
+            b"\\uffff",
+            b"\\uD83D\\uDE00",
+            b"\\udbff\\udfff",
+            b"\\uD800\\uDC00",
+            b"\\uDC00",
+            b"\\uD800",
+            b"\\uD800\\u0041",
+            b"\\uD800\\uD800",
+            b"\\u00G0",
+            b"\\u0:00",
+            b"\\u/000",
+            b"\\u@000",
+        ];
+        let alphabet = b"\\u0789aAbBcCdDeEfF/:@G`g";
+        let mut x = 0x75E5_CA9E_5EED_0001u64;
+        let mut rnd = |n: usize| (crate::scan::xorshift(&mut x) % n as u64) as usize;
+        let mut seen = [0usize; 3];
+        for round in 0..200_000 {
+            let mut b = Vec::new();
+            if round % 4 == 0 {
+                b.extend((0..64).map(|_| alphabet[rnd(alphabet.len())]));
+            } else {
+                b.extend(std::iter::repeat_n(b'a', rnd(64)));
+                while b.len() < 64 {
+                    b.extend_from_slice(units[rnd(units.len())]);
+                }
+            }
+            let Ok(w) = <[u8; 64]>::try_from(&b[..64]) else {
+                unreachable!()
+            };
+            let e = scan::escape_masks_naive(&w);
+            let ul = scan::escape_leads(e.bs) & (e.u >> 1);
+            let want = u_walk(&w, ul);
+            seen[match want.bad {
+                64 => 0,
+                0..=52 => 1,
+                _ => 2,
+            }] += 1;
+            assert_eq!(
+                u_escapes(scan::hex_masks_naive(&w), ul),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(&w)
+            );
+        }
+        // All good, bad inside the block, bad at its end: each is common.
+        assert!(seen.iter().all(|&n| n > 10_000), "{seen:?}");
+    }
+
     /// Every unit and every bad byte run at every offset around the first
     /// two block ends, the chunk cut at every length: a block that must leave
     /// a unit to the next one (or to the unit walk) agrees with the walk.
@@ -2434,6 +2588,14 @@ mod tests {
             b"\xE6\x97",
             b"\xF0\x9F\x98",
             b"\\uD83D\\u0041",
+            b"\\u007F",
+            b"\\u0080",
+            b"\\u0800",
+            b"\\uFFFF",
+            b"\\udbff\\udfff",
+            b"\\u0G00",
+            b"\\uDBFF\\uE000",
+            b"\\u00e9\\uD83D\\uDE00\\u20AC",
         ];
         for unit in units {
             for lead in 50..140 {
