@@ -869,7 +869,7 @@ mod x86 {
     /// The CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn skip_ws_after_avx2(s: &[u8], i: usize) -> usize {
+    pub(super) unsafe fn skip_ws_after_avx2(s: &[u8], i: usize) -> usize {
         let mut j = i + 1;
         match s.get(j) {
             Some(&c) if super::is_ws(c) => {}
@@ -955,6 +955,184 @@ mod x86 {
 /// functions that use the intrinsics, and so for an `unsafe` block where code
 /// without the attribute calls them; the module's `cfg` is what makes each of
 /// those calls sound.
+/// The AVX-512 block level (AVX-512 F and BW): each mask of a 64-byte block
+/// is one compare into a mask register, where AVX2 takes two compares, two
+/// `movemask`s and a join.
+#[cfg(target_arch = "x86_64")]
+mod x86_512 {
+    use super::{
+        BlockJob, Blocks, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW,
+        HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO, PREV_HIGH, PREV_LOW,
+    };
+    use std::arch::x86_64::*;
+
+    /// The 64 bytes of `b`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn load(b: &[u8; 64]) -> __m512i {
+        // SAFETY: `b` is 64 readable bytes; loadu has no alignment need.
+        unsafe { _mm512_loadu_si512(b.as_ptr() as *const __m512i) }
+    }
+
+    /// A 16-entry table in all four lanes, for `_mm512_shuffle_epi8`.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn table(t: &[u8; 16]) -> __m512i {
+        // SAFETY: `t` is 16 readable bytes; loadu has no alignment need.
+        let v = unsafe { _mm_loadu_si128(t.as_ptr() as *const __m128i) };
+        _mm512_broadcast_i32x4(v)
+    }
+
+    /// The high and low nibble of each byte.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn nibbles(v: __m512i) -> (__m512i, __m512i) {
+        let nib = _mm512_set1_epi8(0x0F);
+        (
+            _mm512_and_si512(_mm512_srli_epi16::<4>(v), nib),
+            _mm512_and_si512(v, nib),
+        )
+    }
+
+    /// [`Blocks::masks`].
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn masks_512(b: &[u8; 64]) -> Masks {
+        let v = load(b);
+        let quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8));
+        let bslash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8));
+        let ctrl = _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(0x20));
+        Masks {
+            special: quote | bslash | ctrl,
+            // Bytes 0x80..=0xBF are, as signed bytes, exactly those below -64.
+            cont: _mm512_cmplt_epi8_mask(v, _mm512_set1_epi8(-64)),
+            high: _mm512_movepi8_mask(v),
+        }
+    }
+
+    /// [`Blocks::utf8_flags`]: the AVX2 check ([`super::x86`]) on one
+    /// 64-byte register.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn utf8_512(before: [u8; 3], b: &[u8; 64]) -> u64 {
+        let cur = load(b);
+        let mut p = [0u8; 64];
+        let [p3, p2, p1] = before;
+        p[61] = p3;
+        p[62] = p2;
+        p[63] = p1;
+        // Each 16-byte lane's predecessor lane: [before's last lane, cur's
+        // first three]; byte-aligning each lane of cur against it shifts
+        // cur right by n bytes across the lane boundaries.
+        let joint = _mm512_alignr_epi64::<6>(cur, load(&p));
+        let prev1 = _mm512_alignr_epi8::<15>(cur, joint);
+        let prev2 = _mm512_alignr_epi8::<14>(cur, joint);
+        let prev3 = _mm512_alignr_epi8::<13>(cur, joint);
+        let (p1_hi, p1_lo) = nibbles(prev1);
+        let (cur_hi, _) = nibbles(cur);
+        let pair = _mm512_and_si512(
+            _mm512_and_si512(
+                _mm512_shuffle_epi8(table(&PREV_HIGH), p1_hi),
+                _mm512_shuffle_epi8(table(&PREV_LOW), p1_lo),
+            ),
+            _mm512_shuffle_epi8(table(&CUR_HIGH), cur_hi),
+        );
+        // Only bytes from E0 (two back) or F0 (three back) reach 0x80 here.
+        let third = _mm512_subs_epu8(prev2, _mm512_set1_epi8(0x60));
+        let fourth = _mm512_subs_epu8(prev3, _mm512_set1_epi8(0x70));
+        let must = _mm512_and_si512(
+            _mm512_or_si512(third, fourth),
+            _mm512_set1_epi8(0x80u8 as i8),
+        );
+        let bad = _mm512_xor_si512(pair, must);
+        _mm512_test_epi8_mask(bad, bad)
+    }
+
+    /// [`Blocks::escape_masks`].
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn escapes_512(b: &[u8; 64]) -> Escapes {
+        let v = load(b);
+        let (hi, lo) = nibbles(v);
+        let both = _mm512_and_si512(
+            _mm512_shuffle_epi8(table(&ESC_HIGH), hi),
+            _mm512_shuffle_epi8(table(&ESC_LOW), lo),
+        );
+        Escapes {
+            bs: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8)),
+            simple: _mm512_test_epi8_mask(both, both),
+            u: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'u' as i8)),
+        }
+    }
+
+    /// [`Blocks::hex_masks`].
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn hex_512(b: &[u8; 64]) -> HexMasks {
+        let (hi, lo) = nibbles(load(b));
+        let cls = _mm512_and_si512(
+            _mm512_shuffle_epi8(table(&HEX_HIGH), hi),
+            _mm512_shuffle_epi8(table(&HEX_LOW), lo),
+        );
+        let class = |k: u8| _mm512_test_epi8_mask(cls, _mm512_set1_epi8(k as i8));
+        HexMasks {
+            hex: class(HX_DIGIT | HX_ALPHA),
+            zero: class(HX_ZERO),
+            oct: class(HX_OCT),
+            d: class(HX_D),
+            cf: class(HX_CF),
+        }
+    }
+
+    /// The AVX-512 block level; made only by [`run_avx512`].
+    #[derive(Debug, Clone, Copy)]
+    pub struct Avx512Blocks(());
+
+    impl Blocks for Avx512Blocks {
+        #[inline(always)]
+        fn masks(self, b: &[u8; 64]) -> Masks {
+            // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
+            // the dispatcher calls after detecting AVX-512 F and BW (and AVX2
+            // and POPCNT).
+            unsafe { masks_512(b) }
+        }
+
+        #[inline(always)]
+        fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
+            // SAFETY: as above.
+            unsafe { utf8_512(before, b) }
+        }
+
+        #[inline(always)]
+        fn escape_masks(self, b: &[u8; 64]) -> Escapes {
+            // SAFETY: as above.
+            unsafe { escapes_512(b) }
+        }
+
+        #[inline(always)]
+        fn hex_masks(self, b: &[u8; 64]) -> HexMasks {
+            // SAFETY: as above.
+            unsafe { hex_512(b) }
+        }
+
+        #[inline(always)]
+        fn skip_ws_after(self, s: &[u8], i: usize) -> usize {
+            // SAFETY: as above; this level implies AVX2.
+            unsafe { super::x86::skip_ws_after_avx2(s, i) }
+        }
+    }
+
+    /// Run `job` compiled for AVX-512, so its block scans inline.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F and BW, AVX2 and POPCNT (checked at run
+    /// time by the caller).
+    #[target_feature(enable = "avx2,popcnt,avx512f,avx512bw")]
+    pub unsafe fn run_avx512<J: BlockJob>(job: J) -> J::Out {
+        job.run(Avx512Blocks(()))
+    }
+}
+
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod arm {
     use super::{
@@ -1552,6 +1730,11 @@ impl Blocks for PortableBlocks {
 /// Work that runs over some [`Blocks`] level.
 pub trait BlockJob {
     type Out;
+    /// Whether the job runs at [`Level::Avx512`] where the CPU has it; if
+    /// not, it runs at [`Level::Avx2`] there. A job whose own code (not the
+    /// block masks) is most of its work can lose more to being compiled
+    /// for AVX-512 than the masks win.
+    const AVX512: bool = true;
     fn run<B: Blocks>(self, blocks: B) -> Self::Out;
 }
 
@@ -1566,7 +1749,13 @@ pub fn with_blocks<J: BlockJob>(job: J) -> J::Out {
 pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
     match level {
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 if avx2_ok() => {
+        Level::Avx512 if J::AVX512 && avx512_ok() => {
+            // SAFETY: `avx512_ok` checked (once, cached) that the CPU has
+            // AVX-512 F and BW, AVX2 and POPCNT.
+            unsafe { x86_512::run_avx512(job) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 | Level::Avx512 if avx2_ok() => {
             // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 and POPCNT.
             unsafe { x86::run_avx2(job) }
         }
@@ -1761,6 +1950,9 @@ pub enum Level {
     Portable = 1,
     Sse2,
     Avx2,
+    /// AVX-512 F and BW (with AVX2): the block masks of strings, skips and
+    /// plain runs; the other scans as at [`Level::Avx2`].
+    Avx512,
     /// aarch64 with NEON (compiled in where the target has it).
     Neon,
 }
@@ -1772,6 +1964,7 @@ fn detect() -> Level {
     const PORTABLE: u8 = Level::Portable as u8;
     const SSE2: u8 = Level::Sse2 as u8;
     const AVX2: u8 = Level::Avx2 as u8;
+    const AVX512: u8 = Level::Avx512 as u8;
     const NEON: u8 = Level::Neon as u8;
     // 0 until probed; then the level's discriminant.
     static LEVEL: AtomicU8 = AtomicU8::new(0);
@@ -1779,6 +1972,7 @@ fn detect() -> Level {
         PORTABLE => Level::Portable,
         SSE2 => Level::Sse2,
         AVX2 => Level::Avx2,
+        AVX512 => Level::Avx512,
         NEON => Level::Neon,
         _ => {
             let l = probe();
@@ -1789,18 +1983,30 @@ fn detect() -> Level {
 }
 
 /// The best level this CPU has, unless the environment asks for less
-/// (`RESULTBUDGET_NO_AVX2`: SSE2).
+/// (`RESULTBUDGET_NO_AVX512`: AVX2 at most; `RESULTBUDGET_NO_AVX2`: SSE2).
 #[cfg(target_arch = "x86_64")]
 #[cold]
 fn probe() -> Level {
-    if std::env::var_os("RESULTBUDGET_NO_AVX2").is_none()
-        && is_x86_feature_detected!("avx2")
-        && is_x86_feature_detected!("popcnt")
-    {
+    let off = |name: &str| std::env::var_os(name).is_some();
+    if off("RESULTBUDGET_NO_AVX2") || !has_avx2() {
+        Level::Sse2
+    } else if off("RESULTBUDGET_NO_AVX512") || !has_avx512() {
         Level::Avx2
     } else {
-        Level::Sse2
+        Level::Avx512
     }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512() -> bool {
+    has_avx2() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
 }
 
 /// NEON, unless the environment asks for the portable level
@@ -1827,8 +2033,13 @@ fn probe() -> Level {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn avx2_ok() -> bool {
-    detect() == Level::Avx2
-        || (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt"))
+    matches!(detect(), Level::Avx2 | Level::Avx512) || has_avx2()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx512_ok() -> bool {
+    detect() == Level::Avx512 || has_avx512()
 }
 
 /// The implementation in use.
@@ -1849,12 +2060,12 @@ pub fn scan(s: &[u8]) -> Run {
 pub fn scan_at(level: Level, s: &[u8]) -> Run {
     match level {
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 if avx2_ok() => {
+        Level::Avx2 | Level::Avx512 if avx2_ok() => {
             // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2 (and POPCNT).
             unsafe { x86::scan_avx2(s) }
         }
         #[cfg(target_arch = "x86_64")]
-        Level::Sse2 | Level::Avx2 => {
+        Level::Sse2 | Level::Avx2 | Level::Avx512 => {
             // SAFETY: SSE2 is part of every x86_64 CPU.
             unsafe { x86::scan_sse2(s) }
         }
@@ -1881,12 +2092,12 @@ pub fn ascii_run(s: &[u8]) -> usize {
 pub fn ascii_run_at(level: Level, s: &[u8]) -> usize {
     match level {
         #[cfg(target_arch = "x86_64")]
-        Level::Avx2 if avx2_ok() => {
+        Level::Avx2 | Level::Avx512 if avx2_ok() => {
             // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
             unsafe { x86::ascii_run_avx2(s) }
         }
         #[cfg(target_arch = "x86_64")]
-        Level::Sse2 | Level::Avx2 => x86::ascii_run_sse2(s),
+        Level::Sse2 | Level::Avx2 | Level::Avx512 => x86::ascii_run_sse2(s),
         #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
         // SAFETY: `arm` is compiled only where the target enables NEON.
         Level::Neon => unsafe { arm::ascii_run_neon(s) },
@@ -1910,7 +2121,7 @@ pub fn ascii_run_copy_at(level: Level, s: &[u8], dst: &mut Vec<u8>) -> usize {
     #[cfg(target_arch = "x86_64")]
     let n = {
         let room = s.len().min(dst.capacity() - dst.len());
-        if level == Level::Avx2 && avx2_ok() && room >= 64 {
+        if matches!(level, Level::Avx2 | Level::Avx512) && avx2_ok() && room >= 64 {
             // SAFETY: `avx2_ok` checked (once, cached) that the CPU has AVX2.
             let n = unsafe { x86::ascii_run_copy_avx2(s, dst) };
             if n < room || n == s.len() {
@@ -1947,13 +2158,25 @@ mod tests {
     fn check(s: &[u8]) {
         let want = scan_naive(s);
         assert_eq!(scan_swar(s), want, "swar {s:?}");
-        for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+        for l in [
+            Level::Portable,
+            Level::Sse2,
+            Level::Avx2,
+            Level::Avx512,
+            Level::Neon,
+        ] {
             assert_eq!(scan_at(l, s), want, "{l:?} {s:?}");
         }
         assert_eq!(scan(s), want);
         let want = ascii_run_naive(s);
         assert_eq!(ascii_run_swar(s), want, "ascii swar {s:?}");
-        for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+        for l in [
+            Level::Portable,
+            Level::Sse2,
+            Level::Avx2,
+            Level::Avx512,
+            Level::Neon,
+        ] {
             assert_eq!(ascii_run_at(l, s), want, "ascii {l:?} {s:?}");
         }
         assert_eq!(ascii_run(s), want);
@@ -1967,7 +2190,13 @@ mod tests {
     fn check_copy(s: &[u8], want: usize) {
         // No spare capacity, room for half of `s`, room for all of it.
         for spare in [0, s.len() / 2, s.len() + 64] {
-            for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+            for l in [
+                Level::Portable,
+                Level::Sse2,
+                Level::Avx2,
+                Level::Avx512,
+                Level::Neon,
+            ] {
                 let mut d = Vec::with_capacity(3 + spare);
                 d.extend_from_slice(b"pre");
                 let cap = d.capacity();
@@ -2023,6 +2252,28 @@ mod tests {
     fn neon_is_the_level_on_aarch64() {
         assert!(std::env::var_os("RESULTBUDGET_NO_NEON").is_none());
         assert_eq!(level(), Level::Neon);
+    }
+
+    /// The best x86_64 level the CPU has is the one in use (unless the
+    /// environment asks for less).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_best_x86_level_is_in_use() {
+        let off = |name: &str| std::env::var_os(name).is_some();
+        let want = if off("RESULTBUDGET_NO_AVX2") || !has_avx2() {
+            Level::Sse2
+        } else if off("RESULTBUDGET_NO_AVX512") || !has_avx512() {
+            Level::Avx2
+        } else {
+            Level::Avx512
+        };
+        assert_eq!(level(), want);
+        assert_eq!(
+            want == Level::Avx512,
+            is_x86_feature_detected!("avx512bw")
+                && !off("RESULTBUDGET_NO_AVX512")
+                && !off("RESULTBUDGET_NO_AVX2")
+        );
     }
 
     #[test]
@@ -2098,7 +2349,13 @@ mod tests {
             for from in [0, i.saturating_sub(2), i] {
                 let want = find_block_naive(s, from, i);
                 for eager in [false, true] {
-                    for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+                    for l in [
+                        Level::Portable,
+                        Level::Sse2,
+                        Level::Avx2,
+                        Level::Avx512,
+                        Level::Neon,
+                    ] {
                         assert_eq!(
                             find_block_at(l, s, from, i, eager),
                             want,
@@ -2174,7 +2431,7 @@ mod tests {
             let v: Vec<u8> = (0..len)
                 .map(|_| {
                     xorshift(&mut y);
-                    if y as usize % gap == 0 {
+                    if (y as usize).is_multiple_of(gap) {
                         bytes[(y >> 32) as usize % bytes.len()]
                     } else {
                         b'a'
@@ -2200,7 +2457,7 @@ mod tests {
             let v: Vec<u8> = (0..len)
                 .map(|k| {
                     let y = (x >> (k % 60)) as usize;
-                    if y % 5 == 0 {
+                    if y.is_multiple_of(5) {
                         bytes[y / 5 % bytes.len()]
                     } else {
                         b'a'
@@ -2237,7 +2494,13 @@ mod tests {
                 if v.get(i).is_some_and(|&b| is_ws(b)) {
                     let want = skip_ws_naive(&v, i);
                     assert_eq!(skip_ws_after(&v, i), want, "{v:?} at {i}");
-                    for l in [Level::Portable, Level::Sse2, Level::Avx2, Level::Neon] {
+                    for l in [
+                        Level::Portable,
+                        Level::Sse2,
+                        Level::Avx2,
+                        Level::Avx512,
+                        Level::Neon,
+                    ] {
                         assert_eq!(skip_ws_after_at(l, &v, i), want, "{l:?} {v:?} at {i}");
                     }
                 }
@@ -2259,9 +2522,9 @@ mod tests {
                     .wrapping_add(1442695040888963407);
                 // Mostly plain bytes, sometimes specials and high bytes.
                 let b = (y >> 33) as u8;
-                v.push(if b % 23 == 0 {
+                v.push(if b.is_multiple_of(23) {
                     b'"'
-                } else if b % 29 == 0 {
+                } else if b.is_multiple_of(29) {
                     b % 32
                 } else {
                     b | 0x20
@@ -2306,7 +2569,7 @@ mod tests {
 
     fn check_utf8(s: &[u8]) {
         let want = std::str::from_utf8(s).is_ok();
-        for l in [Level::Portable, Level::Avx2, Level::Neon] {
+        for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
             assert_eq!(valid_by_flags(l, s), want, "{l:?} {s:02X?}");
         }
     }
@@ -2406,7 +2669,7 @@ mod tests {
                 }
             }
             let want = utf8_flags_naive(before, &b);
-            for l in [Level::Portable, Level::Avx2, Level::Neon] {
+            for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
                 assert_eq!(
                     with_blocks_at(l, Job(before, &b)),
                     want,
@@ -2490,7 +2753,7 @@ mod tests {
             let block = s.get(at..).unwrap_or(&[]);
             // Bytes past the end of `s` read as spaces.
             let want = escapes_walk(block).1;
-            for l in [Level::Portable, Level::Avx2, Level::Neon] {
+            for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
                 assert_eq!(
                     with_blocks_at(l, Job(&s, at)),
                     want,
@@ -2522,7 +2785,7 @@ mod tests {
                 };
             }
             let want = escape_masks_naive(&b);
-            for l in [Level::Portable, Level::Avx2, Level::Neon] {
+            for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }
@@ -2553,7 +2816,7 @@ mod tests {
                 };
             }
             let want = hex_masks_naive(&b);
-            for l in [Level::Portable, Level::Avx2, Level::Neon] {
+            for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }

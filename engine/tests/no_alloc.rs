@@ -104,7 +104,7 @@ fn big_document() -> Vec<u8> {
             "plain text \\n \\\" \\\\ \\u00e9 é \\u20AC € \\uD83D\\uDE00 😀 ".as_bytes(),
         );
         k += 1;
-        if k % 97 == 0 {
+        if k.is_multiple_of(97) {
             d.extend_from_slice(b"\\t\\r\\b\\f\\/");
         }
     }
