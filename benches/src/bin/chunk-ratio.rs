@@ -16,6 +16,12 @@
 //! copies every byte it keeps, so where the engine's own work is small (a
 //! base64 image) its ratio can be no better than the copy's.
 //!
+//! Both of those write into one buffer that grows to the input's size,
+//! as a caller that collects a whole message does. A third alternation
+//! runs the engine as a streaming writer does (the proxy, the `Write`
+//! adapter): each feed's output handed on and the buffer cleared, so it
+//! stays small and in cache (`Engine::run_drained`).
+//!
 //! `cargo run --release -p resultbudget-benches --bin chunk-ratio -- [SECONDS] [--json FILE] [INPUT...]`
 //! (SECONDS per input, default 5; INPUT among the throughput bench's inputs,
 //! default all; `--json` also writes the results to FILE, which
@@ -68,7 +74,7 @@ fn main() {
 
     let mut rows = Vec::new();
     println!(
-        "input         pairs  median 4k/64k  (quartiles)      best 64k MB/s  best 4k MB/s  best 4k/64k  memcpy 4k/64k  (quartiles)"
+        "input         pairs  median 4k/64k  (quartiles)      best 64k MB/s  best 4k MB/s  best 4k/64k  memcpy 4k/64k  (quartiles)      drained 4k/64k  (quartiles)      best"
     );
     for (name, input, mcp) in &inputs {
         let mut engine = if *mcp {
@@ -98,27 +104,50 @@ fn main() {
             std::hint::black_box(&out);
         });
         let copy = rbb::Spread::of(copies.iter().map(|&(t64, t4)| t64 / t4).collect());
+        // The engine again, each feed's output handed on at once.
+        let want_out = engine.run_drained(input, CHUNK, &mut out);
+        let drained = rbb::alternate(secs * 0.6, 10, false, &mut |small| {
+            let chunk = if small { SMALL_CHUNK } else { CHUNK };
+            let n = engine.run_drained(input, chunk, &mut out);
+            assert_eq!(
+                n, want_out,
+                "{name}: the same bytes out in either chunk size"
+            );
+        });
+        let (dbest64, dbest4) = rbb::bests(&drained);
+        let dr = rbb::Spread::of(drained.iter().map(|&(t64, t4)| t64 / t4).collect());
         let mbs = |t: f64| input.len() as f64 / t / 1e6;
         println!(
-            "{name:<13} {n:>5}  {med:>13.3}  ({q1:.3}–{q3:.3})  {:>13.0}  {:>12.0}  {:>11.3}  {:>13.3}  ({:.3}–{:.3})",
+            "{name:<13} {n:>5}  {med:>13.3}  ({q1:.3}–{q3:.3})  {:>13.0}  {:>12.0}  {:>11.3}  {:>13.3}  ({:.3}–{:.3})  {:>14.3}  ({:.3}–{:.3})  {:.3}",
             mbs(best64),
             mbs(best4),
             best64 / best4,
             copy.median,
             copy.q1,
-            copy.q3
+            copy.q3,
+            dr.median,
+            dr.q1,
+            dr.q3,
+            dbest64 / dbest4
         );
         rows.push(format!(
             "  {{\"name\": \"{name}\", \"pairs\": {n}, \"median\": {med:.4}, \"q1\": {q1:.4}, \
              \"q3\": {q3:.4}, \"best64_mbps\": {:.1}, \"best4_mbps\": {:.1}, \"best_ratio\": {:.4}, \
-             \"copy_pairs\": {}, \"copy_median\": {:.4}, \"copy_q1\": {:.4}, \"copy_q3\": {:.4}}}",
+             \"copy_pairs\": {}, \"copy_median\": {:.4}, \"copy_q1\": {:.4}, \"copy_q3\": {:.4}, \
+             \"drained_pairs\": {}, \"drained_median\": {:.4}, \"drained_q1\": {:.4}, \
+             \"drained_q3\": {:.4}, \"drained_best_ratio\": {:.4}}}",
             mbs(best64),
             mbs(best4),
             best64 / best4,
             copies.len(),
             copy.median,
             copy.q1,
-            copy.q3
+            copy.q3,
+            drained.len(),
+            dr.median,
+            dr.q1,
+            dr.q3,
+            dbest64 / dbest4
         ));
     }
     if let Some(path) = json {
