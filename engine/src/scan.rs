@@ -7,12 +7,13 @@
 //! the one-line naive oracle (NEON under `qemu-aarch64`, by `.ci/test`).
 //!
 //! The 64-byte block masks that string scanning uses, the UTF-8 flags of a
-//! block, and its escape masks (backslashes and the bytes of one-character
-//! escapes, from which [`simple_escapes`] finds whole escapes) come through a
-//! [`Blocks`] level: code generic over it runs via
-//! [`with_blocks`], which calls it inside an AVX2-compiled function when the
-//! CPU has AVX2 (so the masks inline into the caller's loop), with the NEON
-//! masks on aarch64, and with the naive masks and flags otherwise.
+//! block, its escape masks (backslashes and the bytes of one-character
+//! escapes, from which [`simple_escapes`] finds whole escapes) and its hex
+//! masks (for `\u` escapes) come through a [`Blocks`] level: code generic
+//! over it runs via [`with_blocks`], which calls it inside a function
+//! compiled for AVX-512 (F and BW) or AVX2, the best the CPU has and the job
+//! accepts (so the masks inline into the caller's loop), with the NEON masks
+//! on aarch64, and with the naive masks and flags otherwise.
 //!
 //! `unsafe` lives only here, each block with a `// SAFETY:` line.
 #![allow(unsafe_code)]

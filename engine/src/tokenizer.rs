@@ -1959,7 +1959,8 @@ impl Tokenizer {
     /// an error, or run past the chunk. A string that the chunk cuts is entered
     /// and left to `scan_string`. Returns `NeedMore` when the chunk is used up.
     /// Compiled once per [`scan::Blocks`] level, like [`fast_string`]: on an
-    /// AVX2 machine the loop runs inside `run_avx2`.
+    /// AVX2 machine the loop runs inside `run_avx2`, and on an AVX-512 one too
+    /// (`SkipJob` opts out of that level).
     #[inline(never)]
     fn fast_skip(&mut self, chunk: &[u8], pos: &mut usize) -> Option<Tok> {
         scan::with_blocks(SkipJob {
