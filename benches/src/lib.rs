@@ -408,22 +408,7 @@ impl Engine {
     /// returns the record's `omitted_count`.
     pub fn run(&mut self, input: &[u8], chunk: usize, out: &mut Vec<u8>) -> u64 {
         out.clear();
-        match self {
-            Engine::Generic(b) => {
-                b.reset();
-                for c in input.chunks(chunk) {
-                    b.feed(c, out).expect("valid input");
-                }
-                b.finish(out).expect("complete input").omitted_count()
-            }
-            Engine::Mcp(p) => {
-                p.begin(Treat::ToolResult(CallInfo::default()));
-                for c in input.chunks(chunk) {
-                    p.feed(c, out).expect("valid input");
-                }
-                p.finish(out).expect("complete input").omitted_count()
-            }
-        }
+        self.drive(input, chunk, out, |_| {})
     }
 
     /// [`Engine::run`] as a streaming writer runs it: each feed's output is
@@ -437,26 +422,38 @@ impl Engine {
             total += std::hint::black_box(&*out).len();
             out.clear();
         };
+        self.drive(input, chunk, out, &mut hand_on);
+        hand_on(out);
+        total
+    }
+
+    /// Feed `input` in `chunk`-byte pieces, calling `after_feed` after each
+    /// feed, then finish; returns the number of omitted items.
+    fn drive(
+        &mut self,
+        input: &[u8],
+        chunk: usize,
+        out: &mut Vec<u8>,
+        mut after_feed: impl FnMut(&mut Vec<u8>),
+    ) -> u64 {
         match self {
             Engine::Generic(b) => {
                 b.reset();
                 for c in input.chunks(chunk) {
                     b.feed(c, out).expect("valid input");
-                    hand_on(out);
+                    after_feed(out);
                 }
-                b.finish(out).expect("complete input");
+                b.finish(out).expect("complete input").omitted_count()
             }
             Engine::Mcp(p) => {
                 p.begin(Treat::ToolResult(CallInfo::default()));
                 for c in input.chunks(chunk) {
                     p.feed(c, out).expect("valid input");
-                    hand_on(out);
+                    after_feed(out);
                 }
-                p.finish(out).expect("complete input");
+                p.finish(out).expect("complete input").omitted_count()
             }
         }
-        hand_on(out);
-        total
     }
 }
 

@@ -306,6 +306,21 @@ pub struct HexMasks {
     pub cf: u64,
 }
 
+impl HexMasks {
+    /// The masks from `class(bits)`, the mask of the block's bytes whose
+    /// [`HEX_HIGH`] and [`HEX_LOW`] entries share one of `bits`.
+    #[inline(always)]
+    fn from_classes(class: impl Fn(u8) -> u64) -> HexMasks {
+        HexMasks {
+            hex: class(HX_DIGIT | HX_ALPHA),
+            zero: class(HX_ZERO),
+            oct: class(HX_OCT),
+            d: class(HX_D),
+            cf: class(HX_CF),
+        }
+    }
+}
+
 /// The naive hex masks of a block (and the portable implementation).
 pub fn hex_masks_naive(b: &[u8; 64]) -> HexMasks {
     let mut h = HexMasks::default();
@@ -963,7 +978,7 @@ mod x86 {
 mod x86_512 {
     use super::{
         BlockJob, Blocks, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW,
-        HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO, PREV_HIGH, PREV_LOW,
+        PREV_HIGH, PREV_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -1075,14 +1090,7 @@ mod x86_512 {
             _mm512_shuffle_epi8(table(&HEX_HIGH), hi),
             _mm512_shuffle_epi8(table(&HEX_LOW), lo),
         );
-        let class = |k: u8| _mm512_test_epi8_mask(cls, _mm512_set1_epi8(k as i8));
-        HexMasks {
-            hex: class(HX_DIGIT | HX_ALPHA),
-            zero: class(HX_ZERO),
-            oct: class(HX_OCT),
-            d: class(HX_D),
-            cf: class(HX_CF),
-        }
+        HexMasks::from_classes(|k| _mm512_test_epi8_mask(cls, _mm512_set1_epi8(k as i8)))
     }
 
     /// The AVX-512 block level; made only by [`run_avx512`].
@@ -1138,7 +1146,7 @@ mod x86_512 {
 mod arm {
     use super::{
         scan_naive, BlockJob, Blocks, Escapes, HexMasks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW,
-        HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO, PREV_HIGH, PREV_LOW,
+        HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW,
     };
     use std::arch::aarch64::*;
 
@@ -1417,17 +1425,10 @@ mod arm {
             )
         };
         let c = [cls(v0), cls(v1), cls(v2), cls(v3)];
-        let class = |k: u8| {
+        HexMasks::from_classes(|k| {
             let m = vdupq_n_u8(k);
             bits64(c.map(|v| vtstq_u8(v, m)))
-        };
-        HexMasks {
-            hex: class(HX_DIGIT | HX_ALPHA),
-            zero: class(HX_ZERO),
-            oct: class(HX_OCT),
-            d: class(HX_D),
-            cf: class(HX_CF),
-        }
+        })
     }
 
     /// The NEON block level; made only by [`run_neon`].
