@@ -964,13 +964,6 @@ mod x86 {
     }
 }
 
-/// NEON, part of every `aarch64` target that enables it (Linux, macOS,
-/// Windows on ARM). It is a compile-time feature there, like SSE2 on
-/// x86_64, so this module is compiled only where the target has it and no
-/// run-time check is needed. Rust still asks for `#[target_feature]` on
-/// functions that use the intrinsics, and so for an `unsafe` block where code
-/// without the attribute calls them; the module's `cfg` is what makes each of
-/// those calls sound.
 /// The AVX-512 block level (AVX-512 F and BW): each mask of a 64-byte block
 /// is one compare into a mask register, where AVX2 takes two compares, two
 /// `movemask`s and a join.
@@ -1032,15 +1025,13 @@ mod x86_512 {
     #[inline]
     fn utf8_512(before: [u8; 3], b: &[u8; 64]) -> u64 {
         let cur = load(b);
-        let mut p = [0u8; 64];
+        // `before` as the last three bytes of an otherwise zero register.
         let [p3, p2, p1] = before;
-        p[61] = p3;
-        p[62] = p2;
-        p[63] = p1;
+        let prev = _mm512_maskz_set1_epi32(1 << 15, i32::from_le_bytes([0, p3, p2, p1]));
         // Each 16-byte lane's predecessor lane: [before's last lane, cur's
         // first three]; byte-aligning each lane of cur against it shifts
         // cur right by n bytes across the lane boundaries.
-        let joint = _mm512_alignr_epi64::<6>(cur, load(&p));
+        let joint = _mm512_alignr_epi64::<6>(cur, prev);
         let prev1 = _mm512_alignr_epi8::<15>(cur, joint);
         let prev2 = _mm512_alignr_epi8::<14>(cur, joint);
         let prev3 = _mm512_alignr_epi8::<13>(cur, joint);
@@ -1142,6 +1133,13 @@ mod x86_512 {
     }
 }
 
+/// NEON, part of every `aarch64` target that enables it (Linux, macOS,
+/// Windows on ARM). It is a compile-time feature there, like SSE2 on
+/// x86_64, so this module is compiled only where the target has it and no
+/// run-time check is needed. Rust still asks for `#[target_feature]` on
+/// functions that use the intrinsics, and so for an `unsafe` block where code
+/// without the attribute calls them; the module's `cfg` is what makes each of
+/// those calls sound.
 #[cfg(all(target_arch = "aarch64", target_feature = "neon"))]
 mod arm {
     use super::{
@@ -1952,8 +1950,9 @@ pub enum Level {
     Portable = 1,
     Sse2,
     Avx2,
-    /// AVX-512 F and BW (with AVX2): the block masks of strings, skips and
-    /// plain runs; the other scans as at [`Level::Avx2`].
+    /// AVX-512 F and BW (with AVX2): the block masks of the jobs that accept
+    /// it ([`BlockJob::AVX512`]: the string scan and the plain-run search,
+    /// not the skip loop); every other scan as at [`Level::Avx2`].
     Avx512,
     /// aarch64 with NEON (compiled in where the target has it).
     Neon,
