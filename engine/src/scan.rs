@@ -1951,8 +1951,8 @@ pub enum Level {
     Sse2,
     Avx2,
     /// AVX-512 F and BW (with AVX2): the block masks of the jobs that accept
-    /// it ([`BlockJob::AVX512`]: the string scan and the plain-run search,
-    /// not the skip loop); every other scan as at [`Level::Avx2`].
+    /// it ([`BlockJob::AVX512`]: the string scan and [`find_block`], not the
+    /// skip loop); every other scan as at [`Level::Avx2`].
     Avx512,
     /// aarch64 with NEON (compiled in where the target has it).
     Neon,
