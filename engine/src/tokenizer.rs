@@ -758,6 +758,29 @@ fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
     }
 }
 
+/// [`skip_string`] for the skip loop's keys and string values: a plain
+/// string that ends within 16 bytes is read a byte at a time first. Keys
+/// and short values repeat (each item of a list has the same keys, and
+/// values of like lengths), so the branch predictor learns where each ends
+/// and the next token's load starts at once; the end [`skip_string`] finds
+/// from a mask is data that load must wait for. Anything else (a longer
+/// string, an escape, a control or non-ASCII byte, the chunk's end) goes to
+/// [`skip_string`] from the start, so nothing is accepted here that it would
+/// not accept.
+#[inline(always)]
+fn skip_string_short_first(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
+    let mut j = start;
+    while j < start + 16 {
+        let Some(&b) = chunk.get(j) else { break };
+        match STR_CLASS[b as usize] {
+            0 => j += 1,
+            1 => return Ok(j + 1),
+            _ => break,
+        }
+    }
+    skip_string(chunk, start)
+}
+
 /// A whole string body from `start` whose closing quote is in the chunk within
 /// `max` encoded bytes: the quote's index and the decoded length. `None` when
 /// it is longer, goes on past the chunk, or needs the byte-wise machine.
@@ -795,7 +818,7 @@ fn separator_after_value<B: scan::Blocks>(
         *i = blocks.skip_ws_after(chunk, *i);
     }
     if chunk.get(*i) == Some(&b'"') {
-        if let Ok(end) = skip_string(chunk, *i + 1) {
+        if let Ok(end) = skip_string_short_first(chunk, *i + 1) {
             return colon_after_key(chunk, end, i);
         }
     }
@@ -880,6 +903,57 @@ fn number_end(chunk: &[u8], i: usize) -> Option<usize> {
     match window.and_then(|w| Some(number_in_mask(w, scan::digits32(w, 0)?))) {
         Some(Some(len)) => len.map(|n| i + n as usize),
         _ => number_end_bytes(chunk, i),
+    }
+}
+
+/// A number longer than this many bytes turns the skip loop's short-number
+/// path off, until one at most this long turns it back on: on long numbers
+/// (`canada.json`'s coordinates) the byte-wise try before the mask only costs.
+const SHORT_NUMBER: usize = 11;
+
+/// The end of a short number at `chunk[i]` (at most ten integer digits and
+/// four fraction digits, no exponent), read a byte at a time, or `None` for
+/// anything else, which [`number_end`] then decides. Each test is a branch,
+/// and branches the predictor learns (structured results repeat their
+/// numbers' shapes: ids, counts, prices) let the next token's load start at
+/// once; the end [`number_end`] takes from a digit mask is data that load
+/// must wait for. `Some` only where [`number_end_bytes`] gives the same end.
+#[inline(always)]
+fn short_number_end(chunk: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + usize::from(chunk.get(i) == Some(&b'-'));
+    let lead = *chunk.get(j)?;
+    j += 1;
+    if lead != b'0' {
+        if !(b'1'..=b'9').contains(&lead) {
+            return None;
+        }
+        let mut n = 0;
+        while let b'0'..=b'9' = chunk.get(j)? {
+            j += 1;
+            n += 1;
+            if n == 10 {
+                return None;
+            }
+        }
+    }
+    match chunk.get(j)? {
+        b'0'..=b'9' | b'e' | b'E' => None,
+        b'.' => {
+            j += 1;
+            if !chunk.get(j)?.is_ascii_digit() {
+                return None;
+            }
+            j += 1;
+            for _ in 0..3 {
+                match chunk.get(j)? {
+                    b'0'..=b'9' => j += 1,
+                    b'e' | b'E' => return None,
+                    _ => return Some(j),
+                }
+            }
+            None
+        }
+        _ => Some(j),
     }
 }
 
@@ -993,6 +1067,10 @@ pub struct Tokenizer {
     /// Containers open now.
     depth: u32,
     max_depth: u32,
+    /// Whether the skip loop's last number was short: the next is then tried
+    /// byte by byte first (see [`short_number_end`]). A speed hint only; it
+    /// lives here, not in a register of the loop, which measured faster.
+    short_numbers: bool,
     /// One entry per open container: true for an object.
     stack: Vec<bool>,
     /// Absolute offset of byte 0 of the current chunk.
@@ -1056,6 +1134,7 @@ impl Tokenizer {
             state: State::Value,
             depth: 0,
             max_depth,
+            short_numbers: true,
             stack: Vec::with_capacity(max_depth as usize),
             base: 0,
             skip: None,
@@ -2026,7 +2105,7 @@ impl Tokenizer {
                     }
                     let at_level = depth == sk.depth;
                     match b {
-                        b'"' => match skip_string(chunk, i + 1) {
+                        b'"' => match skip_string_short_first(chunk, i + 1) {
                             Ok(end) => i = end,
                             Err(f) => {
                                 entered = Some((false, f));
@@ -2055,10 +2134,21 @@ impl Tokenizer {
                             i += 1;
                             continue;
                         }
-                        b'-' | b'0'..=b'9' => match number_end(chunk, i) {
-                            Some(e) => i = e,
-                            None => break,
-                        },
+                        b'-' | b'0'..=b'9' => {
+                            let short = if self.short_numbers {
+                                short_number_end(chunk, i)
+                            } else {
+                                None
+                            };
+                            if let Some(e) = short {
+                                i = e;
+                            } else if let Some(e) = number_end(chunk, i) {
+                                self.short_numbers = e - i <= SHORT_NUMBER;
+                                i = e;
+                            } else {
+                                break;
+                            }
+                        }
                         b't' | b'f' | b'n' => match literal_at(chunk, i) {
                             Some(text) => i += text.len(),
                             None => break,
@@ -2071,13 +2161,15 @@ impl Tokenizer {
                     }
                     state = separator_after_value(blocks, chunk, &mut i, in_obj);
                 }
-                (State::ObjFirst | State::ObjKey, b'"') => match skip_string(chunk, i + 1) {
-                    Ok(end) => state = colon_after_key(chunk, end, &mut i),
-                    Err(f) => {
-                        entered = Some((true, f));
-                        break;
+                (State::ObjFirst | State::ObjKey, b'"') => {
+                    match skip_string_short_first(chunk, i + 1) {
+                        Ok(end) => state = colon_after_key(chunk, end, &mut i),
+                        Err(f) => {
+                            entered = Some((true, f));
+                            break;
+                        }
                     }
-                },
+                }
                 (State::After, b',') => {
                     state = if in_obj { State::ObjKey } else { State::Value };
                     i += 1;
@@ -2333,7 +2425,8 @@ impl Tokenizer {
 mod tests {
     use super::{
         digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
-        number_end_bytes, u_escapes, UEscapes,
+        number_end_bytes, short_number_end, skip_string, skip_string_short_first, u_escapes,
+        UEscapes,
     };
     use crate::scan::{self, Level};
 
@@ -2691,14 +2784,25 @@ mod tests {
     #[test]
     fn number_end_matches_the_byte_walk() {
         const AB: &[u8] = b"0123456789-+.eEx ";
+        let short_taken = std::cell::Cell::new(0u64);
         let check = |s: &[u8]| {
             for i in 0..s.len() {
+                let want = number_end_bytes(s, i);
                 assert_eq!(
                     number_end(s, i),
-                    number_end_bytes(s, i),
+                    want,
                     "{:?} from {i}",
                     String::from_utf8_lossy(s)
                 );
+                if let Some(e) = short_number_end(s, i) {
+                    assert_eq!(
+                        Some(e),
+                        want,
+                        "short: {:?} from {i}",
+                        String::from_utf8_lossy(s)
+                    );
+                    short_taken.set(short_taken.get() + 1);
+                }
             }
         };
         for len in 1..=5u32 {
@@ -2731,5 +2835,47 @@ mod tests {
                 .collect();
             check(&s);
         }
+        // The short path took a share of them (not only `None`).
+        assert!(short_taken.get() > 100_000, "{}", short_taken.get());
+    }
+
+    /// The skip loop's byte-wise try at a string against `skip_string`: on
+    /// bytes of every class, at every start and every length up to past its
+    /// 16-byte reach, the same answer.
+    #[test]
+    fn short_first_string_matches_skip_string() {
+        const AB: &[u8] = b"ab\"\\\x01\x7f\xc3\xa9 n";
+        let mut x = 0x0DDB_A11C_AFE5_EED5u64;
+        let mut quoted = 0;
+        for _ in 0..200_000 {
+            let len = 1 + (crate::scan::xorshift(&mut x) % 40) as usize;
+            let s: Vec<u8> = (0..len)
+                .map(|_| {
+                    let r = crate::scan::xorshift(&mut x);
+                    if r.is_multiple_of(8) {
+                        AB[(r >> 8) as usize % AB.len()]
+                    } else {
+                        b'a' + (r >> 16) as u8 % 26
+                    }
+                })
+                .collect();
+            for start in 0..s.len() {
+                let (a, b) = (skip_string_short_first(&s, start), skip_string(&s, start));
+                assert_eq!(a.is_ok(), b.is_ok(), "{s:02X?} from {start}");
+                match (a, b) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a, b, "{s:02X?} from {start}");
+                        quoted += 1;
+                    }
+                    (Err(a), Err(b)) => assert_eq!(
+                        (a.end, a.quote, a.dec, a.chars),
+                        (b.end, b.quote, b.dec, b.chars),
+                        "{s:02X?} from {start}"
+                    ),
+                    _ => unreachable!(),
+                }
+            }
+        }
+        assert!(quoted > 100_000, "{quoted}");
     }
 }
