@@ -2881,8 +2881,9 @@ mod tests {
         const AB: &[u8] = b"ab\"\\\x01\x7f\xc3\xa9 n";
         let mut x = 0x0DDB_A11C_AFE5_EED5u64;
         let mut quoted = 0;
-        // Strings the byte path ends, from a whole 16-byte window and from
-        // fewer bytes (the chunk's end near).
+        // Strings that end within 16 bytes, with a whole 16-byte window
+        // left and with fewer bytes left (the chunk's end near): each form
+        // of the byte path meets many it must end itself.
         let (mut window, mut tail) = (0, 0);
         for _ in 0..200_000 {
             let len = 1 + (crate::scan::xorshift(&mut x) % 40) as usize;
