@@ -202,45 +202,65 @@ fn write_marker(out: &mut Out, omitted: u64, total: u64) -> u64 {
 /// The longest prefix of `enc` (valid JSON string content) made of whole units
 /// whose decoded size is ≤ `max_dec` and encoded size ≤ `max_enc`.
 /// Returns (encoded length, decoded length).
+///
+/// This runs once or twice over a cut text's kept bytes (up to the text
+/// allowance, 60 KiB by default) when the text ends, so on a result a little
+/// over budget it is a large part of the work: the bytes between backslashes
+/// decode to themselves and are taken a run at once, found with `memchr`,
+/// and only escapes are read one by one. The walk of one unit at a time that
+/// it replaced is kept in the tests as its oracle.
 pub(crate) fn unit_prefix(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64) {
     let mut i = 0usize;
     let mut dec = 0u64;
-    while let Some(&b) = enc.get(i) {
-        let (e, d) = if b == b'\\' {
-            if enc.get(i + 1) == Some(&b'u') {
-                let hex = enc.get(i + 2..i + 6).unwrap_or(&[]);
-                let cp = std::str::from_utf8(hex)
-                    .ok()
-                    .and_then(|h| u32::from_str_radix(h, 16).ok())
-                    .unwrap_or(0);
-                if (0xD800..0xDC00).contains(&cp) {
-                    (12, 4)
-                } else if cp < 0x80 {
-                    (6, 1)
-                } else if cp < 0x800 {
-                    (6, 2)
-                } else {
-                    (6, 3)
-                }
-            } else {
-                (2, 1)
+    loop {
+        let rest = enc.get(i..).unwrap_or_default();
+        let run = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
+        // Room left under both limits; a run's bytes count the same in each.
+        let room = max_dec
+            .saturating_sub(dec)
+            .min(max_enc.saturating_sub(i as u64));
+        if run as u64 > room {
+            // `room < run`, so it fits in a usize. Back off to the start of
+            // the character the limit falls in (valid UTF-8: at most 3 bytes).
+            let mut r = room as usize;
+            while r > 0 && rest.get(r).is_some_and(|&b| b & 0xC0 == 0x80) {
+                r -= 1;
             }
-        } else if b < 0x80 {
-            (1, 1)
-        } else if b >= 0xF0 {
-            (4, 4)
-        } else if b >= 0xE0 {
-            (3, 3)
+            return (i + r, dec + r as u64);
+        }
+        i += run;
+        dec += run as u64;
+        // At a backslash, or at the end.
+        let Some(esc) = enc.get(i + 1) else {
+            return (i, dec);
+        };
+        let (e, d) = if *esc == b'u' {
+            match hex4(enc.get(i + 2..i + 6)) {
+                // A high surrogate: the pair is one unit of four bytes.
+                0xD800..=0xDBFF => (12, 4),
+                0..=0x7F => (6, 1),
+                0x80..=0x7FF => (6, 2),
+                _ => (6, 3),
+            }
         } else {
-            (2, 2)
+            (2, 1)
         };
         if dec + d > max_dec || (i + e) as u64 > max_enc || i + e > enc.len() {
-            break;
+            return (i, dec);
         }
         i += e;
         dec += d;
     }
-    (i, dec)
+}
+
+/// The value of four hex digits (0 if they are not four hex digits).
+fn hex4(h: Option<&[u8]>) -> u32 {
+    h.filter(|h| h.len() == 4)
+        .and_then(|h| {
+            h.iter()
+                .try_fold(0u32, |v, &c| Some(v * 16 + (c as char).to_digit(16)?))
+        })
+        .unwrap_or(0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1494,4 +1514,103 @@ pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &str) {
         }
     }
     out.push(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unit_prefix;
+    use proptest::prelude::*;
+
+    /// The oracle: one unit at a time, each sized from its first bytes.
+    fn unit_prefix_naive(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64) {
+        let mut i = 0usize;
+        let mut dec = 0u64;
+        while let Some(&b) = enc.get(i) {
+            let (e, d) = if b == b'\\' {
+                if enc.get(i + 1) == Some(&b'u') {
+                    let hex = enc.get(i + 2..i + 6).unwrap_or(&[]);
+                    let cp = std::str::from_utf8(hex)
+                        .ok()
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .unwrap_or(0);
+                    if (0xD800..0xDC00).contains(&cp) {
+                        (12, 4)
+                    } else if cp < 0x80 {
+                        (6, 1)
+                    } else if cp < 0x800 {
+                        (6, 2)
+                    } else {
+                        (6, 3)
+                    }
+                } else {
+                    (2, 1)
+                }
+            } else if b < 0x80 {
+                (1, 1)
+            } else if b >= 0xF0 {
+                (4, 4)
+            } else if b >= 0xE0 {
+                (3, 3)
+            } else {
+                (2, 2)
+            };
+            if dec + d > max_dec || (i + e) as u64 > max_enc || i + e > enc.len() {
+                break;
+            }
+            i += e;
+            dec += d;
+        }
+        (i, dec)
+    }
+
+    /// One unit of valid string content, encoded.
+    fn unit() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            4 => "[a-z ]{1,12}".prop_map(String::into_bytes),
+            1 => prop::sample::select(vec!["é", "ж", "€", "中", "😀", "𝄞"])
+                .prop_map(|s| s.as_bytes().to_vec()),
+            1 => prop::sample::select(vec!["\\n", "\\\"", "\\\\", "\\/", "\\t"])
+                .prop_map(|s| s.as_bytes().to_vec()),
+            1 => prop::sample::select(vec![
+                "\\u0041", "\\u001f", "\\u00e9", "\\u07FF", "\\u0800", "\\u20ac",
+                "\\uFFFF", "\\ud83d\\ude00", "\\uDBFF\\uDFFF", "\\uE000",
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        ]
+    }
+
+    proptest! {
+        /// The run-at-once walk cuts where the unit walk does, for every
+        /// pair of limits up to the content's size.
+        #[test]
+        fn unit_prefix_matches_the_unit_walk(units in prop::collection::vec(unit(), 0..24)) {
+            let enc: Vec<u8> = units.concat();
+            let n = enc.len() as u64;
+            for max_enc in 0..=n + 1 {
+                for max_dec in [0, 1, 2, 3, 5, max_enc / 2, max_enc, n, u64::MAX] {
+                    prop_assert_eq!(
+                        unit_prefix(&enc, max_dec, max_enc),
+                        unit_prefix_naive(&enc, max_dec, max_enc),
+                        "limits dec {} enc {} on {:?}", max_dec, max_enc,
+                        String::from_utf8_lossy(&enc)
+                    );
+                }
+            }
+        }
+    }
+
+    /// Cuts that end inside a multi-byte character or escape back off to its
+    /// start, and a run longer than the room stops at the room.
+    #[test]
+    fn unit_prefix_backs_off_to_a_whole_unit() {
+        let s = "ab€\\u00e9\\ud83d\\ude00x".as_bytes();
+        assert_eq!(unit_prefix(s, u64::MAX, 1), (1, 1));
+        assert_eq!(unit_prefix(s, u64::MAX, 4), (2, 2));
+        assert_eq!(unit_prefix(s, u64::MAX, 5), (5, 5));
+        assert_eq!(unit_prefix(s, u64::MAX, 10), (5, 5));
+        assert_eq!(unit_prefix(s, u64::MAX, 11), (11, 7));
+        assert_eq!(unit_prefix(s, 10, 100), (11, 7));
+        assert_eq!(unit_prefix(s, 11, 100), (23, 11));
+        assert_eq!(unit_prefix(s, u64::MAX, u64::MAX), (s.len(), 12));
+    }
 }
