@@ -1580,6 +1580,10 @@ mod tests {
     }
 
     proptest! {
+        // As in tests/oracle.rs: a failure is reported with its shrunk
+        // input, and no file is written into the source tree.
+        #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
         /// The run-at-once walk cuts where the unit walk does, for every
         /// pair of limits up to the content's size.
         #[test]
