@@ -58,6 +58,16 @@ INPUTS = [
 ]
 DESC = dict(INPUTS)
 
+# Results a little over budget, for reference (not in the targets' verdicts).
+CUTS = [
+    ("cut_text_128k", "the escape-rich text line, 128 KiB of text"),
+    ("cut_text_512k", "the same, 512 KiB"),
+    ("cut_text_2m", "the same, 2 MiB"),
+    ("cut_list_128k", "the structuredContent list, 1 340 items"),
+    ("cut_list_512k", "the same, 5 350 items"),
+    ("cut_list_2m", "the same, 21 400 items"),
+]
+
 
 def load(target):
     """{(group, function): {"bytes", "ns", "lo", "hi", "mad"}} from criterion's output."""
@@ -496,6 +506,28 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
                 mark = "" if r["target"] is None else (" ✓" if m >= r["target"] else " ✗")
                 cells.append(f"{fmt_ratio(m)}{mark} ({fmt_ratio(q1)[:-1]}–{fmt_ratio(q3)[:-1]})")
             L.append(f"| {r['key']} | " + " | ".join(cells) + " |")
+        L.append("")
+    cut_rows = [(g, d) for g, d in CUTS if (g, "rb_budget_64k") in res]
+    if cut_rows:
+        L.append("## Results a little over budget (reference)")
+        L.append("")
+        L.append("From the `cut_*` groups of the same criterion run: tools/call results of the sizes a "
+                 "gateway sees most, each over the 64 KiB budget, budgeted by the engine (the "
+                 "`rb_budget_64k` budget), next to serde_json's truncation walk and `IgnoredAny` on the "
+                 "same line. At these sizes the cut's own costs (the kept 64 KiB, the text's marker, "
+                 "the record) are a large part of the work. Not part of the targets' verdicts, which "
+                 "are on the issue's inputs above; criterion's medians, no pairs.")
+        L.append("")
+        L.append("| input | size | engine, µs per result | `rb_budget_64k` MB/s | `serde_value_budget` MB/s "
+                 "| `serde_ignored` MB/s | engine / truncation walk | engine / IgnoredAny |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for g, d in cut_rows:
+            e = res[(g, "rb_budget_64k")]
+            w, i = res.get((g, "serde_value_budget")), res.get((g, "serde_ignored"))
+            ev = mbps(e)
+            L.append(f"| `{g}`: {d} | {e['bytes'] / 1e6:.2f} MB | {e['ns'] / 1e3:.1f} | {fmt_mbps(ev)} | "
+                     f"{fmt_mbps(mbps(w) if w else None)} | {fmt_mbps(mbps(i) if i else None)} | "
+                     f"{fmt_ratio(ev / mbps(w) if w else None)} | {fmt_ratio(ev / mbps(i) if i else None)} |")
         L.append("")
     L.append("## Proxy")
     L.append("")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the whole benchmark suite and regenerate docs/performance.md and
-# docs/performance-chart.svg. About 12–17 minutes on 2 cores.
+# docs/performance-chart.svg. About 14–19 minutes on 2 cores.
 #
 #   bash benches/run.sh
 #   BENCH_ARGS="--warm-up-time 2 --measurement-time 5" bash benches/run.sh
@@ -16,7 +16,8 @@ cargo bench -p resultbudget-benches --no-run
 
 mkdir -p "$target"
 # Fresh criterion results for this suite's groups only.
-for g in twitter citm_catalog canada mcp_text mcp_list mcp_deep mcp_image skip_list skip_text skip_code; do
+for g in twitter citm_catalog canada mcp_text mcp_list mcp_deep mcp_image skip_list skip_text skip_code \
+  cut_text_128k cut_text_512k cut_text_2m cut_list_128k cut_list_512k cut_list_2m; do
   rm -rf "$target/criterion/$g"
 done
 rm -f "$target/rb-proxy-bench.json" "$target/rb-chunk-ratio.json" "$target/rb-pairs.json"
