@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::out::Out;
 use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
-use crate::tokenizer::{Lit, Tok, Tokenizer};
+use crate::tokenizer::{hex4, Lit, Tok, Tokenizer};
 
 /// Limits of the MCP projection. `u64::MAX` means no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -235,7 +235,7 @@ pub(crate) fn unit_prefix(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64
             return (i, dec);
         };
         let (e, d) = if *esc == b'u' {
-            match hex4(enc.get(i + 2..i + 6)) {
+            match hex4(enc, i + 2).unwrap_or(0) {
                 // A high surrogate: the pair is one unit of four bytes.
                 0xD800..=0xDBFF => (12, 4),
                 0..=0x7F => (6, 1),
@@ -251,16 +251,6 @@ pub(crate) fn unit_prefix(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64
         i += e;
         dec += d;
     }
-}
-
-/// The value of four hex digits (0 if they are not four hex digits).
-fn hex4(h: Option<&[u8]>) -> u32 {
-    h.filter(|h| h.len() == 4)
-        .and_then(|h| {
-            h.iter()
-                .try_fold(0u32, |v, &c| Some(v * 16 + (c as char).to_digit(16)?))
-        })
-        .unwrap_or(0)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -251,9 +251,10 @@ fn utf8_lead(b: u8) -> Option<(u8, u8, u8)> {
     }
 }
 
-/// Four hex digits at `s[i..i + 4]`.
+/// Four hex digits at `s[i..i + 4]` (also sizes the `\u` escapes of a cut
+/// text's kept bytes in the MCP projection).
 #[inline]
-fn hex4(s: &[u8], i: usize) -> Option<u32> {
+pub(crate) fn hex4(s: &[u8], i: usize) -> Option<u32> {
     let w: [u8; 4] = s.get(i..i + 4)?.try_into().ok()?;
     hex4_word(u32::from_le_bytes(w))
 }
