@@ -139,12 +139,7 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
         });
     }
 
-    // The engine, budgeted to a 64 KiB result.
-    let mut budget = inp.kind.budgeted();
-    inp.check_budgeted(&mut budget, &mut out);
-    g.bench_function("rb_budget_64k", |b| {
-        b.iter(|| black_box(budget.run(black_box(input), rbb::CHUNK, &mut out)))
-    });
+    bench_budgeted(&mut g, inp, &mut out);
 
     // serde_json Value round trip, nothing cut: the same data comes back.
     let original = parse(input);
@@ -158,28 +153,8 @@ fn bench_input(c: &mut Criterion, inp: &Input) {
         b.iter(|| serde_round_trip(black_box(input), &DOM_UNLIMITED, &mut out))
     });
 
-    // serde_json Value + truncation walk to the same element limits.
-    let dom_lim = inp.kind.dom_limits();
-    serde_round_trip(input, &dom_lim, &mut out);
-    let cut = parse(&out);
-    assert!(within(&cut, &dom_lim, 1), "{}: truncation walk", inp.name);
-    if !within(&original, &dom_lim, 1) {
-        assert!(
-            out.len() < compact.len(),
-            "{}: the walk cut nothing",
-            inp.name
-        );
-    }
-    drop(cut);
-    g.bench_function("serde_value_budget", |b| {
-        b.iter(|| serde_round_trip(black_box(input), &dom_lim, &mut out))
-    });
-
-    // serde_json IgnoredAny: validation only.
-    serde_from::<IgnoredAny>(input);
-    g.bench_function("serde_ignored", |b| {
-        b.iter(|| serde_from::<IgnoredAny>(black_box(input)))
-    });
+    bench_truncation_walk(&mut g, inp, &original, compact.len(), &mut out);
+    bench_ignored(&mut g, input);
 
     // simd-json DOM round trip.
     let mut scratch = Vec::with_capacity(input.len());
@@ -241,31 +216,65 @@ fn bench_skip(c: &mut Criterion, sk: &mut SkipInput) {
     g.finish();
 }
 
+/// The engine, budgeted to a 64 KiB result (checked once).
+fn bench_budgeted(g: &mut BenchmarkGroup<'_, WallTime>, inp: &Input, out: &mut Vec<u8>) {
+    let input = inp.bytes.as_slice();
+    let mut budget = inp.kind.budgeted();
+    inp.check_budgeted(&mut budget, out);
+    g.bench_function("rb_budget_64k", |b| {
+        b.iter(|| black_box(budget.run(black_box(input), rbb::CHUNK, out)))
+    });
+}
+
+/// serde_json Value + truncation walk to the input kind's element limits,
+/// checked once: the result is within them, and shorter than `uncut_len`
+/// (the input without insignificant whitespace) when `original` is not.
+fn bench_truncation_walk(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    inp: &Input,
+    original: &Value,
+    uncut_len: usize,
+    out: &mut Vec<u8>,
+) {
+    let input = inp.bytes.as_slice();
+    let dom_lim = inp.kind.dom_limits();
+    serde_round_trip(input, &dom_lim, out);
+    let cut = parse(out);
+    assert!(within(&cut, &dom_lim, 1), "{}: truncation walk", inp.name);
+    if !within(original, &dom_lim, 1) {
+        assert!(out.len() < uncut_len, "{}: the walk cut nothing", inp.name);
+    }
+    drop(cut);
+    g.bench_function("serde_value_budget", |b| {
+        b.iter(|| serde_round_trip(black_box(input), &dom_lim, out))
+    });
+}
+
+/// serde_json `IgnoredAny`: validation only.
+fn bench_ignored(g: &mut BenchmarkGroup<'_, WallTime>, input: &[u8]) {
+    serde_from::<IgnoredAny>(input);
+    g.bench_function("serde_ignored", |b| {
+        b.iter(|| serde_from::<IgnoredAny>(black_box(input)))
+    });
+}
+
 /// A result a little over budget: the budgeted engine, serde_json's
 /// truncation walk and `IgnoredAny`, on one `cut_*` input.
 fn bench_cut(c: &mut Criterion, inp: &Input) {
     let input = inp.bytes.as_slice();
     let mut out = Vec::with_capacity(input.len() + 4096);
     let mut g = group(c, inp.name, input.len());
-    let mut budget = inp.kind.budgeted();
-    inp.check_budgeted(&mut budget, &mut out);
-    g.bench_function("rb_budget_64k", |b| {
-        b.iter(|| black_box(budget.run(black_box(input), rbb::CHUNK, &mut out)))
-    });
-    let dom_lim = inp.kind.dom_limits();
-    serde_round_trip(input, &dom_lim, &mut out);
+    bench_budgeted(&mut g, inp, &mut out);
+    // Over the DOM's limits too, so its walk must cut.
+    let original = parse(input);
     assert!(
-        within(&parse(&out), &dom_lim, 1) && out.len() < input.len(),
-        "{}: truncation walk",
+        !within(&original, &inp.kind.dom_limits(), 1),
+        "{}: within the truncation walk's limits",
         inp.name
     );
-    g.bench_function("serde_value_budget", |b| {
-        b.iter(|| serde_round_trip(black_box(input), &dom_lim, &mut out))
-    });
-    serde_from::<IgnoredAny>(input);
-    g.bench_function("serde_ignored", |b| {
-        b.iter(|| serde_from::<IgnoredAny>(black_box(input)))
-    });
+    bench_truncation_walk(&mut g, inp, &original, input.len(), &mut out);
+    drop(original);
+    bench_ignored(&mut g, input);
     g.finish();
 }
 
