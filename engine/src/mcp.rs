@@ -200,18 +200,29 @@ fn write_marker(out: &mut Out, omitted: u64, total: u64) -> u64 {
 }
 
 /// The longest prefix of `enc` (valid JSON string content) made of whole units
-/// whose decoded size is ≤ `max_dec` and encoded size ≤ `max_enc`.
+/// whose decoded size is ≤ `max_dec` and encoded size ≤ `max_enc`, walked
+/// from `from`: the (encoded, decoded) length of a prefix that is already
+/// known to fit, `(0, 0)` or an earlier answer for limits no larger.
 /// Returns (encoded length, decoded length).
 ///
-/// This runs once or twice over a cut text's kept bytes (up to the text
-/// allowance, 60 KiB by default) when the text ends, so on a result a little
-/// over budget it is a large part of the work: the bytes between backslashes
-/// decode to themselves and are taken a run at once, found with `memchr`,
-/// and only escapes are read one by one. The walk of one unit at a time that
-/// it replaced is kept in the tests as its oracle.
-pub(crate) fn unit_prefix(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64) {
-    let mut i = 0usize;
-    let mut dec = 0u64;
+/// The walk is greedy, so an answer for larger limits extends the answer
+/// for smaller ones: a cut text whose marker turns out shorter than first
+/// sized goes on from the first answer instead of walking its kept bytes
+/// again.
+///
+/// This runs over a cut text's kept bytes (up to the text allowance, 60 KiB
+/// by default) when the text ends, so on a result a little over budget it
+/// is a large part of the work: the bytes between backslashes decode to
+/// themselves and are taken a run at once, found with `memchr`, and only
+/// escapes are read one by one. The walk of one unit at a time that it
+/// replaced is kept in the tests as its oracle.
+pub(crate) fn unit_prefix(
+    enc: &[u8],
+    from: (usize, u64),
+    max_dec: u64,
+    max_enc: u64,
+) -> (usize, u64) {
+    let (mut i, mut dec) = from;
     loop {
         let rest = enc.get(i..).unwrap_or_default();
         let run = memchr::memchr(b'\\', rest).unwrap_or(rest.len());
@@ -1207,10 +1218,17 @@ impl Projector {
                 // fit with the widest marker, then again with the marker the cut
                 // really needs (fewer omitted bytes never need more digits).
                 let kept = self.out.tail_from(sc.start);
-                let (mut e, mut d) = unit_prefix(kept, sc.dec_allow - (m - 1), sc.enc_allow - m);
+                let (mut e, mut d) =
+                    unit_prefix(kept, (0, 0), sc.dec_allow - (m - 1), sc.enc_allow - m);
                 let exact = marker_len_for(total - d, total);
                 if exact < m {
-                    (e, d) = unit_prefix(kept, sc.dec_allow - (exact - 1), sc.enc_allow - exact);
+                    // More room: the walk goes on from its first answer.
+                    (e, d) = unit_prefix(
+                        kept,
+                        (e, d),
+                        sc.dec_allow - (exact - 1),
+                        sc.enc_allow - exact,
+                    );
                 }
                 self.out.rollback(sc.start + e as u64);
                 let ml = write_marker(&mut self.out, total - d, total);
@@ -1583,13 +1601,34 @@ mod tests {
             for max_enc in 0..=n + 1 {
                 for max_dec in [0, 1, 2, 3, 5, max_enc / 2, max_enc, n, u64::MAX] {
                     prop_assert_eq!(
-                        unit_prefix(&enc, max_dec, max_enc),
+                        unit_prefix(&enc, (0, 0), max_dec, max_enc),
                         unit_prefix_naive(&enc, max_dec, max_enc),
                         "limits dec {} enc {} on {:?}", max_dec, max_enc,
                         String::from_utf8_lossy(&enc)
                     );
                 }
             }
+        }
+
+        /// Going on from an answer for smaller limits gives the answer the
+        /// walk from the start gives (what `string_end` relies on when the
+        /// exact marker is shorter than the first one).
+        #[test]
+        fn unit_prefix_resumes_from_a_smaller_answer(
+            units in prop::collection::vec(unit(), 0..24),
+            small in (0u64..200, 0u64..200),
+            more in (0u64..40, 0u64..40),
+        ) {
+            let enc: Vec<u8> = units.concat();
+            let (dec0, enc0) = small;
+            let (dec1, enc1) = (dec0 + more.0, enc0 + more.1);
+            let first = unit_prefix(&enc, (0, 0), dec0, enc0);
+            prop_assert_eq!(
+                unit_prefix(&enc, first, dec1, enc1),
+                unit_prefix_naive(&enc, dec1, enc1),
+                "limits dec {}..{} enc {}..{} on {:?}", dec0, dec1, enc0, enc1,
+                String::from_utf8_lossy(&enc)
+            );
         }
     }
 
@@ -1598,13 +1637,13 @@ mod tests {
     #[test]
     fn unit_prefix_backs_off_to_a_whole_unit() {
         let s = "ab€\\u00e9\\ud83d\\ude00x".as_bytes();
-        assert_eq!(unit_prefix(s, u64::MAX, 1), (1, 1));
-        assert_eq!(unit_prefix(s, u64::MAX, 4), (2, 2));
-        assert_eq!(unit_prefix(s, u64::MAX, 5), (5, 5));
-        assert_eq!(unit_prefix(s, u64::MAX, 10), (5, 5));
-        assert_eq!(unit_prefix(s, u64::MAX, 11), (11, 7));
-        assert_eq!(unit_prefix(s, 10, 100), (11, 7));
-        assert_eq!(unit_prefix(s, 11, 100), (23, 11));
-        assert_eq!(unit_prefix(s, u64::MAX, u64::MAX), (s.len(), 12));
+        assert_eq!(unit_prefix(s, (0, 0), u64::MAX, 1), (1, 1));
+        assert_eq!(unit_prefix(s, (0, 0), u64::MAX, 4), (2, 2));
+        assert_eq!(unit_prefix(s, (0, 0), u64::MAX, 5), (5, 5));
+        assert_eq!(unit_prefix(s, (0, 0), u64::MAX, 10), (5, 5));
+        assert_eq!(unit_prefix(s, (0, 0), u64::MAX, 11), (11, 7));
+        assert_eq!(unit_prefix(s, (0, 0), 10, 100), (11, 7));
+        assert_eq!(unit_prefix(s, (0, 0), 11, 100), (23, 11));
+        assert_eq!(unit_prefix(s, (0, 0), u64::MAX, u64::MAX), (s.len(), 12));
     }
 }
