@@ -893,6 +893,8 @@ impl Budget {
             rec: Record::new(),
             done: false,
         };
+        // Nothing here reads strings' characters.
+        b.lex.set_count_chars(false);
         b.reset();
         Ok(b)
     }

@@ -456,6 +456,8 @@ impl Projector {
             done: false,
             scratch: Vec::with_capacity(1024),
         };
+        // Nothing here reads strings' characters.
+        p.lex.set_count_chars(false);
         p.begin(Treat::Pass);
         Ok(p)
     }
