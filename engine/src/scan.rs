@@ -913,11 +913,14 @@ mod x86 {
         skip_ws_sse2(s, j)
     }
 
-    /// Run `job` compiled for AVX2, so its block scans inline.
+    /// Run `job` compiled for AVX2, so its block scans inline. BMI1 and BMI2
+    /// come with it (every AVX2 part from Intel and AMD has them): a block
+    /// mask's low bits in one `bzhi`, shifts by a count in any register.
     ///
     /// # Safety
-    /// The CPU must support AVX2 and POPCNT (checked at run time by the caller).
-    #[target_feature(enable = "avx2,popcnt")]
+    /// The CPU must support AVX2, POPCNT, BMI1 and BMI2 (checked at run time
+    /// by the caller).
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2")]
     pub unsafe fn run_avx2<J: BlockJob>(job: J) -> J::Out {
         job.run(Avx2Blocks(()))
     }
@@ -1125,9 +1128,9 @@ mod x86_512 {
     /// Run `job` compiled for AVX-512, so its block scans inline.
     ///
     /// # Safety
-    /// The CPU must support AVX-512 F and BW, AVX2 and POPCNT (checked at run
-    /// time by the caller).
-    #[target_feature(enable = "avx2,popcnt,avx512f,avx512bw")]
+    /// The CPU must support AVX-512 F and BW, AVX2, POPCNT, BMI1 and BMI2
+    /// (checked at run time by the caller).
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw")]
     pub unsafe fn run_avx512<J: BlockJob>(job: J) -> J::Out {
         job.run(Avx512Blocks(()))
     }
@@ -2001,7 +2004,10 @@ fn probe() -> Level {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn has_avx2() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("popcnt")
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("popcnt")
+        && is_x86_feature_detected!("bmi1")
+        && is_x86_feature_detected!("bmi2")
 }
 
 #[cfg(target_arch = "x86_64")]
