@@ -398,17 +398,15 @@ fn fast_string(chunk: &[u8], start: usize, chars: bool) -> FastStr {
     }
 }
 
-/// [`fast_string`] at a given level (the portable twin, for tests), counting
-/// characters.
+/// [`fast_string`]'s block walk at a given level (the portable twin, for
+/// tests).
 #[cfg(test)]
-fn fast_string_at(level: scan::Level, chunk: &[u8], start: usize) -> FastStr {
-    scan::with_blocks_at(level, StrJob::<true>(chunk, start))
-}
-
-/// [`fast_string_at`] without the character count.
-#[cfg(test)]
-fn fast_string_at_uncounted(level: scan::Level, chunk: &[u8], start: usize) -> FastStr {
-    scan::with_blocks_at(level, StrJob::<false>(chunk, start))
+fn fast_string_at(level: scan::Level, chunk: &[u8], start: usize, chars: bool) -> FastStr {
+    if chars {
+        scan::with_blocks_at(level, StrJob::<true>(chunk, start))
+    } else {
+        scan::with_blocks_at(level, StrJob::<false>(chunk, start))
+    }
 }
 
 /// The block walk of a string body; `CHARS`: count its characters.
@@ -2513,9 +2511,9 @@ impl Tokenizer {
 #[cfg(test)]
 mod tests {
     use super::{
-        digits_end, fast_string, fast_string_at, fast_string_at_uncounted, hex4_table, hex4_word,
-        inline_escape, number_end, number_end_bytes, short_number_end, skip_string,
-        skip_string_short_first, u_escapes, UEscapes,
+        digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
+        number_end_bytes, short_number_end, skip_string, skip_string_short_first, u_escapes,
+        UEscapes,
     };
     use crate::scan::{self, Level};
 
@@ -2643,7 +2641,7 @@ mod tests {
                 let c = &s[..end];
                 let want = naive_string(c, start);
                 for level in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
-                    let f = fast_string_at(level, c, start);
+                    let f = fast_string_at(level, c, start, true);
                     // A UTF-8 sequence the chunk end splits is left to the
                     // byte-wise machine, as the unit walk does.
                     assert_eq!(
@@ -2653,7 +2651,7 @@ mod tests {
                         String::from_utf8_lossy(c)
                     );
                     // Without the count: the same walk, no characters.
-                    let f = fast_string_at_uncounted(level, c, start);
+                    let f = fast_string_at(level, c, start, false);
                     assert_eq!(
                         (f.end, f.quote, f.dec, f.chars),
                         (want.0, want.1, want.2, 0),
@@ -2808,7 +2806,7 @@ mod tests {
                     let c = &s[..end];
                     let want = naive_string(c, 0);
                     for level in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
-                        let f = fast_string_at(level, c, 0);
+                        let f = fast_string_at(level, c, 0, true);
                         assert_eq!(
                             (f.end, f.quote, f.dec, f.chars),
                             want,
