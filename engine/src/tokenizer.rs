@@ -487,6 +487,7 @@ fn string_blocks<B: scan::Blocks, const CHARS: bool>(
         .get(t.end..t.end + 64)
         .and_then(|w| <&[u8; 64]>::try_from(w).ok())
     {
+        scan::prefetch(chunk, t.end + scan::PREFETCH_AHEAD);
         let m = blocks.masks(w);
         // The block's bytes taken: [0, c).
         let mut c = 64u32;
