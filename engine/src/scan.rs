@@ -846,6 +846,14 @@ mod x86 {
 
     impl Blocks for Avx2Blocks {
         #[inline(always)]
+        fn below(self, k: u32) -> u64 {
+            debug_assert!(k < 256);
+            // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
+            // dispatcher calls after detecting BMI2 (with AVX2, POPCNT, BMI1).
+            unsafe { _bzhi_u64(u64::MAX, k) }
+        }
+
+        #[inline(always)]
         fn masks(self, b: &[u8; 64]) -> Masks {
             // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
             // dispatcher calls after detecting AVX2 and POPCNT.
@@ -1092,6 +1100,15 @@ mod x86_512 {
     pub struct Avx512Blocks(());
 
     impl Blocks for Avx512Blocks {
+        #[inline(always)]
+        fn below(self, k: u32) -> u64 {
+            debug_assert!(k < 256);
+            // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
+            // the dispatcher calls after detecting BMI2 (with AVX-512 F and
+            // BW, AVX2, POPCNT and BMI1).
+            unsafe { _bzhi_u64(u64::MAX, k) }
+        }
+
         #[inline(always)]
         fn masks(self, b: &[u8; 64]) -> Masks {
             // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
@@ -1695,6 +1712,14 @@ pub trait Blocks: Copy {
     fn escape_masks(self, b: &[u8; 64]) -> Escapes;
     /// The hex-digit masks of `b`; the same bits as [`hex_masks_naive`].
     fn hex_masks(self, b: &[u8; 64]) -> HexMasks;
+    /// [`below`] at this level, for `k < 256`: the low `k` bits, all 64 from
+    /// `k = 64` on. BMI2's `bzhi` at the x86_64 levels: LLVM does not always
+    /// find it in `below`'s select, which is then a shift, a `not`, a
+    /// compare and a `cmov`.
+    #[inline(always)]
+    fn below(self, k: u32) -> u64 {
+        below(k)
+    }
     /// [`skip_ws_after`] at this level: `s[i]` is whitespace; the index of
     /// the first byte after it that is not (or `s.len()`). The baseline
     /// (SSE2 on x86_64, NEON on aarch64) unless a level has wider registers.
@@ -2761,6 +2786,25 @@ mod tests {
                 bs |= xorshift(&mut x);
             }
             assert_eq!(escape_leads(bs), leads_walk(bs), "{bs:064b}");
+        }
+    }
+
+    #[test]
+    fn below_matches_its_twin_at_every_level() {
+        struct Job;
+        impl BlockJob for Job {
+            type Out = Vec<u64>;
+            fn run<B: Blocks>(self, blocks: B) -> Vec<u64> {
+                (0..256).map(|k| blocks.below(k)).collect()
+            }
+        }
+        let want: Vec<u64> = (0..256).map(below).collect();
+        assert_eq!(want[0], 0);
+        assert_eq!(want[5], 0b11111);
+        assert_eq!(want[64], u64::MAX);
+        assert_eq!(want[65], u64::MAX);
+        for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
+            assert_eq!(with_blocks_at(l, Job), want, "{l:?}");
         }
     }
 

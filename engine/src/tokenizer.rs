@@ -514,12 +514,12 @@ fn string_blocks<B: scan::Blocks, const CHARS: bool>(
                 // The last byte begins an escape.
                 c = 63;
             }
-            if escaped & !(e.simple | e.u) & below(c) != 0 {
+            if escaped & !(e.simple | e.u) & blocks.below(c) != 0 {
                 break;
             }
-            let ul = leads & (e.u >> 1) & below(c);
+            let ul = leads & (e.u >> 1) & blocks.below(c);
             if ul != 0 {
-                let u = u_escapes(blocks.hex_masks(w), ul);
+                let u = u_escapes(blocks, blocks.hex_masks(w), ul);
                 if u.bad == 0 {
                     // Neither whole nor valid, though a pair would fit in the
                     // block: the unit walk reports it.
@@ -556,11 +556,11 @@ fn string_blocks<B: scan::Blocks, const CHARS: bool>(
                 };
             }
             // Bit `c`: whether the sequence before it is whole.
-            if flags & below(c + 1) != 0 {
+            if flags & blocks.below(c + 1) != 0 {
                 break;
             }
         }
-        let taken = below(c);
+        let taken = blocks.below(c);
         let n_esc = (leads & taken).count_ones() as u64;
         t.less += n_esc + u_less;
         if CHARS {
@@ -603,7 +603,7 @@ struct UEscapes {
 /// on is not counted. An escape that the block's end cuts (its lead past
 /// 58, or a high half past 52) is never good.
 #[inline(always)]
-fn u_escapes(h: scan::HexMasks, ul: u64) -> UEscapes {
+fn u_escapes<B: scan::Blocks>(blocks: B, h: scan::HexMasks, ul: u64) -> UEscapes {
     let hex4 = (h.hex >> 2) & (h.hex >> 3) & (h.hex >> 4) & (h.hex >> 5);
     // `D` then one of `89ABCDEF`; a low half's second digit is in `CDEF`.
     let surrogate = (h.d >> 2) & (h.hex >> 3) & !(h.oct >> 3);
@@ -613,8 +613,8 @@ fn u_escapes(h: scan::HexMasks, ul: u64) -> UEscapes {
     let mut single = whole & !surrogate;
     let mut pairs = whole & surrogate & !low_half & (lows >> 6);
     let bad = (ul & !(single | pairs | pairs << 6)).trailing_zeros();
-    single &= below(bad);
-    pairs &= below(bad);
+    single &= blocks.below(bad);
+    pairs &= blocks.below(bad);
     // Code points below 0x80 (`00` then `0-7`) decode to one byte, below
     // 0x800 (`0` then `0-7`) to two, the rest of one escape to three, a
     // pair to four.
@@ -2754,7 +2754,7 @@ mod tests {
                 _ => 2,
             }] += 1;
             assert_eq!(
-                u_escapes(scan::hex_masks_naive(&w), ul),
+                u_escapes(scan::PortableBlocks, scan::hex_masks_naive(&w), ul),
                 want,
                 "{:?}",
                 String::from_utf8_lossy(&w)
