@@ -428,7 +428,16 @@ fn fast_string_in<B: scan::Blocks, const CHARS: bool>(
     chunk: &[u8],
     start: usize,
 ) -> FastStr {
-    let b = string_blocks::<B, CHARS>(blocks, chunk, start);
+    let mut b = string_blocks::<B, CHARS, false>(blocks, chunk, start);
+    if b.u_seen {
+        // The rest of the string with the `\u` work on every block.
+        let e = string_blocks::<B, CHARS, true>(blocks, chunk, b.end);
+        b = Taken {
+            less: b.less + e.less,
+            not_chars: b.not_chars + e.not_chars,
+            ..e
+        };
+    }
     let taken = (b.end - start) as u64;
     let (dec, chars) = (taken - b.less, taken - b.not_chars);
     if b.quote {
@@ -451,13 +460,15 @@ fn fast_string_in<B: scan::Blocks, const CHARS: bool>(
 /// What [`string_blocks`] took: the whole units in `[start, end)`, how many
 /// more encoded bytes than decoded ones they hold (`less`) and how many of
 /// their bytes begin no character (`not_chars`, 0 when not counted); `quote`
-/// when `chunk[end]` closes the string.
+/// when `chunk[end]` closes the string; `u_seen` when the walk without the
+/// `\u` work stopped before a block that needs it.
 #[derive(Debug, Clone, Copy)]
 struct Taken {
     end: usize,
     less: u64,
     not_chars: u64,
     quote: bool,
+    u_seen: bool,
 }
 
 /// A string body from `start`, 64 bytes at a time, each block taken whole
@@ -470,8 +481,16 @@ struct Taken {
 /// valid units up to its end or its closing quote (an error, a control
 /// byte), and before the last, short block: [`string_units`] goes on from
 /// there, with exact errors.
+///
+/// Without `U`, the walk stops before the first block that has a `\u`
+/// escape (`u_seen`); with it, every block with a special byte does the
+/// `\u` work, whether it has one or not. On text that mixes `\u` escapes
+/// with others, about half the blocks have one, and a branch on the block's
+/// own escapes went either way at random; on text without them, the work
+/// would be wasted on every block. So [`fast_string_in`] walks a string
+/// without `U` until its first `\u` escape, then with it.
 #[inline(always)]
-fn string_blocks<B: scan::Blocks, const CHARS: bool>(
+fn string_blocks<B: scan::Blocks, const CHARS: bool, const U: bool>(
     blocks: B,
     chunk: &[u8],
     start: usize,
@@ -481,6 +500,7 @@ fn string_blocks<B: scan::Blocks, const CHARS: bool>(
         less: 0,
         not_chars: 0,
         quote: false,
+        u_seen: false,
     };
     let mut eager = false;
     while let Some(w) = chunk
@@ -518,7 +538,11 @@ fn string_blocks<B: scan::Blocks, const CHARS: bool>(
                 break;
             }
             let ul = leads & (e.u >> 1) & blocks.below(c);
-            if ul != 0 {
+            if U || ul != 0 {
+                if !U {
+                    t.u_seen = true;
+                    return t;
+                }
                 let u = u_escapes(blocks, blocks.hex_masks(w), ul);
                 if u.bad == 0 {
                     // Neither whole nor valid, though a pair would fit in the
@@ -2623,9 +2647,21 @@ mod tests {
         ];
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut rnd = |n: usize| (crate::scan::xorshift(&mut x) % n as u64) as usize;
+        // Units without a `\u` escape: a string walks its blocks without the
+        // `\u` work until its first one.
+        let no_u: Vec<&[u8]> = units
+            .iter()
+            .copied()
+            .filter(|u| !u.windows(2).any(|w| w == b"\\u"))
+            .collect();
         for round in 0..3000 {
             let mut body = Vec::new();
             let target = 1 + rnd(300);
+            // Every fourth body starts with up to 200 bytes of them.
+            let plain = if round % 4 == 3 { rnd(200) } else { 0 };
+            while body.len() < plain {
+                body.extend_from_slice(no_u[rnd(no_u.len())]);
+            }
             while body.len() < target {
                 body.extend_from_slice(units[rnd(units.len())]);
             }
