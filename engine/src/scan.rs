@@ -1712,10 +1712,10 @@ pub trait Blocks: Copy {
     fn escape_masks(self, b: &[u8; 64]) -> Escapes;
     /// The hex-digit masks of `b`; the same bits as [`hex_masks_naive`].
     fn hex_masks(self, b: &[u8; 64]) -> HexMasks;
-    /// [`below`] at this level, for `k < 256`: the low `k` bits, all 64 from
-    /// `k = 64` on. BMI2's `bzhi` at the x86_64 levels: LLVM does not always
-    /// find it in `below`'s select, which is then a shift, a `not`, a
-    /// compare and a `cmov`.
+    /// The low `k` bits, all 64 from `k = 64` on, for `k < 256`: the
+    /// crate's `below` at this level. BMI2's `bzhi` at the x86_64 levels:
+    /// LLVM does not always find it in `below`'s select, which is then a
+    /// shift, a `not`, a compare and a `cmov`.
     #[inline(always)]
     fn below(self, k: u32) -> u64 {
         below(k)
@@ -1939,13 +1939,14 @@ pub fn skip_ws_after(s: &[u8], i: usize) -> usize {
 pub(crate) const PREFETCH_AHEAD: usize = 1024;
 
 /// Ask for the cache line at `s[at]`, a hint that it is read soon; `at`
-/// may be past the end of `s` (nothing is read then either). The forward
-/// walks (a string's blocks, the skip loop) find each next read from the
-/// last one's result, so the CPU's own prefetcher is all that runs ahead of
-/// them; where it falls behind (on a shared host whose memory is slow to
-/// answer, the 20 MB inputs skipped at a third of their usual speed) the
-/// walk waits on every line. On x86_64 a `prefetcht0` (SSE, part of the
-/// baseline); elsewhere nothing.
+/// may be past the end of `s` (nothing is read then either). A string's
+/// block walk reads each block after the last one's masks, so the CPU's own
+/// prefetcher is all that runs ahead of it; where that falls behind (on a
+/// shared host, often: the 20 MB texts skipped at a third of their usual
+/// speed) the walk waits on every line, so it asks for the lines ahead
+/// itself. The structure skip loop does not: per token, the hint cost more
+/// in cache than it won out of it. On x86_64 a `prefetcht0` (SSE, part of
+/// the baseline); elsewhere nothing.
 #[inline(always)]
 pub(crate) fn prefetch(s: &[u8], at: usize) {
     #[cfg(target_arch = "x86_64")]
