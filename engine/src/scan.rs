@@ -847,10 +847,9 @@ mod x86 {
     impl Blocks for Avx2Blocks {
         #[inline(always)]
         fn below(self, k: u32) -> u64 {
-            debug_assert!(k < 256);
             // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
             // dispatcher calls after detecting BMI2 (with AVX2, POPCNT, BMI1).
-            unsafe { _bzhi_u64(u64::MAX, k) }
+            unsafe { below_bmi2(k) }
         }
 
         #[inline(always)]
@@ -883,6 +882,18 @@ mod x86 {
             // SAFETY: as above.
             unsafe { skip_ws_after_avx2(s, i) }
         }
+    }
+
+    /// [`super::below`] in one `bzhi`, for `k < 256` (it reads the low 8
+    /// bits of `k`): `Blocks::below` at both x86_64 block levels.
+    ///
+    /// # Safety
+    /// The CPU must support BMI2.
+    #[target_feature(enable = "bmi2")]
+    #[inline]
+    pub(super) unsafe fn below_bmi2(k: u32) -> u64 {
+        debug_assert!(k < 256);
+        _bzhi_u64(u64::MAX, k)
     }
 
     /// [`super::skip_ws_after`] 32 bytes a step: a newline and deep
@@ -1102,11 +1113,10 @@ mod x86_512 {
     impl Blocks for Avx512Blocks {
         #[inline(always)]
         fn below(self, k: u32) -> u64 {
-            debug_assert!(k < 256);
             // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
             // the dispatcher calls after detecting BMI2 (with AVX-512 F and
             // BW, AVX2, POPCNT and BMI1).
-            unsafe { _bzhi_u64(u64::MAX, k) }
+            unsafe { super::x86::below_bmi2(k) }
         }
 
         #[inline(always)]
