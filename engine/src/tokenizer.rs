@@ -391,16 +391,12 @@ fn fast_string(chunk: &[u8], start: usize, chars: bool) -> FastStr {
             chars: if chars { run } else { 0 },
         };
     }
-    if chars {
-        scan::with_blocks(StrJob::<true>(chunk, start))
-    } else {
-        scan::with_blocks(StrJob::<false>(chunk, start))
-    }
+    fast_string_at(scan::level(), chunk, start, chars)
 }
 
-/// [`fast_string`]'s block walk at a given level (the portable twin, for
-/// tests).
-#[cfg(test)]
+/// [`fast_string`]'s block walk at a given level: the CPU's own, or (in
+/// tests) any other, the portable twin among them.
+#[inline(always)]
 fn fast_string_at(level: scan::Level, chunk: &[u8], start: usize, chars: bool) -> FastStr {
     if chars {
         scan::with_blocks_at(level, StrJob::<true>(chunk, start))
