@@ -388,6 +388,11 @@ fn unquote(raw: &[u8]) -> String {
     String::from_utf8_lossy(inner).into_owned()
 }
 
+/// How much of a request line that is not a `tools/call` the client-to-server
+/// relay holds before it writes on: a short line goes to the server in one
+/// write with its newline, a long one streams in pieces of about this size.
+const PASS_PIECE: usize = 64 << 10;
+
 fn client_to_server<R: Read>(
     shared: &Shared,
     input: R,
@@ -460,6 +465,12 @@ fn client_to_server<R: Read>(
                     }
                 }
                 match decided {
+                    Some(false) if held.len() + bytes.len() <= PASS_PIECE => {
+                        // A line that is not a call goes on in one write with its
+                        // newline when it is short: a write the server reads
+                        // without the newline wakes it for nothing.
+                        held.extend_from_slice(bytes);
+                    }
                     Some(false) => {
                         if !held.is_empty() {
                             write_server(&mut server_in, &held);
@@ -540,8 +551,9 @@ fn client_to_server<R: Read>(
                             ensure_tools(shared, &mut server_in, &facts.version);
                         }
                         register(shared, &facts);
+                        // The line and its newline in one write (see `PASS_PIECE`).
+                        held.push(b'\n');
                         write_server(&mut server_in, &held);
-                        write_server(&mut server_in, b"\n");
                         if let Some(si) = server_in.as_mut() {
                             if si.flush().is_err() {
                                 server_in = None;
