@@ -952,7 +952,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     }
                     shared.tools_cv.notify_all();
                 }
-                if is_list_changed(&line_out) {
+                if id.is_none() && is_list_changed(&line_out) {
                     lock(&shared.tools_state).known = false;
                 }
                 let rec = proj.record();
@@ -1099,8 +1099,13 @@ fn only_pending(shared: &Shared) -> Option<Vec<u8>> {
 }
 
 /// Whether a forwarded line is `notifications/tools/list_changed` (compact form).
+/// Asked only of lines without an id; the searcher is built once.
 fn is_list_changed(line: &[u8]) -> bool {
-    memchr::memmem::find(line, b"\"method\":\"notifications/tools/list_changed\"").is_some()
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| {
+            memchr::memmem::Finder::new(b"\"method\":\"notifications/tools/list_changed\"")
+        });
+    FINDER.find(line).is_some()
 }
 
 fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {

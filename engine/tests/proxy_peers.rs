@@ -282,6 +282,41 @@ fn modern_protocol_and_typed_rules_with_the_python_server() {
 }
 
 #[test]
+fn a_tool_added_later_is_learned_after_list_changed() {
+    // The proxy learns which tools are typed from tools/list, once; a server that adds
+    // a tool says so with notifications/tools/list_changed, and the proxy asks again.
+    let mut s = Raw::spawn(&proxied(&[], &pyserver_cmd()), &[]);
+    s.initialize();
+    // The first call makes the proxy list the tools: late_rows is not among them yet.
+    let r = s.call(2, "rows", json!({"n": 5000}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let (r, seen) = {
+        s.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
+            "params":{"name":"add_late_tool","arguments":{}}}));
+        s.until_id(&json!(3), 60)
+    };
+    assert_eq!(text(&r["result"], 0), "added late_rows", "{r}");
+    assert!(
+        seen.iter()
+            .any(|v| v["method"] == "notifications/tools/list_changed"),
+        "the notification reaches the client: {seen:?}"
+    );
+    // Typed and over the budget, it fails whole. Taken for an untyped tool (the list
+    // not asked again), its structuredContent would have been cut instead.
+    let r = s.call(4, "late_rows", json!({"n": 10000}));
+    let res = &r["result"];
+    assert_eq!(res["isError"], true, "{r}");
+    let t = text(res, 0);
+    assert!(
+        t.starts_with("result_budget_exceeded: the complete result of tool late_rows is "),
+        "{t}"
+    );
+    assert!(res.get("structuredContent").is_none(), "{r}");
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
 fn client_eof_stops_the_server() {
     let mut s = Raw::spawn(&proxied(&[], &everything_cmd()), &[]);
     s.initialize();

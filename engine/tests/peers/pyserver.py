@@ -2,7 +2,8 @@
 
 Tools: `big_text` (untyped text of n bytes), `rows` (typed: structured list of n rows,
 read-only), `mutate_rows` (typed, may change state), `list_things` / `search_things`
-(the list-versus-search pair), `crash` (writes half a response and dies).
+(the list-versus-search pair), `crash` (writes half a response and dies), `add_late_tool`
+(adds the typed tool `late_rows` and sends `notifications/tools/list_changed`).
 Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
 prove what never reached it.
 """
@@ -10,7 +11,7 @@ prove what never reached it.
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 server = MCPServer("rb-test-server")
@@ -75,6 +76,21 @@ def crash() -> str:
     sys.stdout.flush()
     os.write(WIRE, b'{"jsonrpc":"2.0","id":')
     os._exit(3)
+
+
+def late_rows(n: int) -> list[dict]:
+    """Return n rows (typed; a tool the server adds while it runs)."""
+    log(f"late_rows {n}")
+    return [{"id": i, "name": f"late{i}"} for i in range(n)]
+
+
+@server.tool(structured_output=False)
+async def add_late_tool(ctx: Context) -> str:
+    """Add the typed tool late_rows, and say that the tool list changed."""
+    log("add_late_tool")
+    server.add_tool(late_rows, annotations=ToolAnnotations(readOnlyHint=True))
+    await ctx.session.send_tool_list_changed()
+    return "added late_rows"
 
 
 if __name__ == "__main__":
