@@ -316,6 +316,27 @@ fn a_tool_added_later_is_learned_after_list_changed() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn the_proxy_widens_the_pipe_it_reads_the_server_from() {
+    let pipe_bytes = |cmd: &[String]| -> usize {
+        let mut s = Raw::spawn(cmd, &[]);
+        s.initialize();
+        let r = s.call(2, "stdout_pipe_bytes", json!({}));
+        let n = text(&r["result"], 0);
+        let (code, err) = s.wait(20);
+        assert_eq!(code, Some(0), "{err}");
+        n.parse().unwrap_or_else(|_| panic!("not a size: {r}"))
+    };
+    let direct = pipe_bytes(&pyserver_cmd());
+    let proxied = pipe_bytes(&proxied(&[], &pyserver_cmd()));
+    assert_eq!(proxied, resultbudget::proxy::SERVER_PIPE_BYTES);
+    assert!(
+        direct < proxied,
+        "a pipe of the system's size ({direct} bytes) is smaller"
+    );
+}
+
 #[test]
 fn client_eof_stops_the_server() {
     let mut s = Raw::spawn(&proxied(&[], &everything_cmd()), &[]);

@@ -3,7 +3,8 @@
 Tools: `big_text` (untyped text of n bytes), `rows` (typed: structured list of n rows,
 read-only), `mutate_rows` (typed, may change state), `list_things` / `search_things`
 (the list-versus-search pair), `crash` (writes half a response and dies), `add_late_tool`
-(adds the typed tool `late_rows` and sends `notifications/tools/list_changed`).
+(adds the typed tool `late_rows` and sends `notifications/tools/list_changed`),
+`stdout_pipe_bytes` (the capacity of the pipe the server writes to, on Linux).
 Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
 prove what never reached it.
 """
@@ -91,6 +92,14 @@ async def add_late_tool(ctx: Context) -> str:
     server.add_tool(late_rows, annotations=ToolAnnotations(readOnlyHint=True))
     await ctx.session.send_tool_list_changed()
     return "added late_rows"
+
+
+@server.tool(structured_output=False)
+def stdout_pipe_bytes() -> str:
+    """The capacity of the pipe this server writes its output into (Linux)."""
+    import fcntl
+
+    return str(fcntl.fcntl(WIRE, fcntl.F_GETPIPE_SZ))
 
 
 if __name__ == "__main__":
