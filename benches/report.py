@@ -533,37 +533,49 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
     L.append("")
     if proxy:
         lat_a, lat_p = proxy["latency_us"]["alone"], proxy["latency_us"]["proxy"]
+        # Runs before the plain relay was measured have no "relay" entries.
+        lat_r = proxy["latency_us"].get("relay")
         big = proxy["big_bytes"]
         sec = proxy["big_seconds"]
         outb = proxy["big_out_bytes"]
         L.append(f"`benches/benches/proxy.rs` drives the stdio server `rb-bench-server` (this crate's "
-                 f"binary) directly and through `{os.path.relpath(proxy['binary'], ROOT) if proxy['binary'].startswith('/') else proxy['binary']} proxy`, "
-                 "over pipes, timing with `std::time::Instant`.")
+                 f"binary) directly, behind a plain relay (`rb-bench-relay`: two threads copying bytes, "
+                 f"each read written on at once, no JSON read; the floor under any stdio proxy) and "
+                 f"through `{os.path.relpath(proxy['binary'], ROOT) if proxy['binary'].startswith('/') else proxy['binary']} proxy`, "
+                 "over pipes, timing with `std::time::Instant`. The peers run side by side and take turns "
+                 "(50 round trips, or one big result, each), so that the machine's drift falls on all alike.")
         L.append("")
-        L.append(f"Small `tools/call` round trips ({proxy['small_round_trips']}, after 50 warm-up calls; "
+        L.append(f"Small `tools/call` round trips ({proxy['small_round_trips']} a peer, after 50 warm-up calls; "
                  "a ~140-byte result that passes unchanged):")
         L.append("")
         L.append("| | p50 | p99 | mean |")
         L.append("|---|---:|---:|---:|")
         L.append(f"| server alone | {lat_a['p50']:.1f} µs | {lat_a['p99']:.1f} µs | {lat_a['mean']:.1f} µs |")
+        if lat_r:
+            L.append(f"| behind the plain relay | {lat_r['p50']:.1f} µs | {lat_r['p99']:.1f} µs | {lat_r['mean']:.1f} µs |")
         L.append(f"| through the proxy | {lat_p['p50']:.1f} µs | {lat_p['p99']:.1f} µs | {lat_p['mean']:.1f} µs |")
-        def added(key):
-            # A difference of two percentiles, each from its own 2,000 round
-            # trips: where the tail is noise (the proxy's p99 below the server's
-            # alone) it says nothing about the proxy, so none is claimed.
-            d = lat_p[key] - lat_a[key]
+        def added(key, base):
+            # A difference of two percentiles, each from its own round trips:
+            # where the tail is noise (the proxy's p99 below the other row's)
+            # it says nothing about the proxy, so none is claimed.
+            d = lat_p[key] - base[key]
             return f"{d:.1f} µs" if d >= 0 else "– (noise)"
-        L.append(f"| **added by the proxy** (difference of the rows) | **{added('p50')}** | "
-                 f"**{added('p99')}** | {added('mean')} |")
+        L.append(f"| **added by the proxy** (proxy − server alone) | **{added('p50', lat_a)}** | "
+                 f"**{added('p99', lat_a)}** | {added('mean', lat_a)} |")
+        if lat_r:
+            L.append(f"| **added by the proxy's own work** (proxy − relay) | **{added('p50', lat_r)}** | "
+                     f"**{added('p99', lat_r)}** | {added('mean', lat_r)} |")
         L.append("")
         L.append(f"One {big / 1e6:.0f} MB `tools/call` result (one escape-rich text block; median of "
                  f"{proxy['big_runs']} runs, from writing the request to reading the response's newline):")
         L.append("")
         L.append("| | time | MB/s (of the server's line) | bytes to the client |")
         L.append("|---|---:|---:|---:|")
-        for key, label in (("alone", "server alone"), ("proxy_default", "proxy, default budget (64 KiB)"),
+        for key, label in (("alone", "server alone"), ("relay", "behind the plain relay"),
+                           ("proxy_default", "proxy, default budget (64 KiB)"),
                            ("proxy_unlimited", "proxy, budgets off (`none`)")):
-            L.append(f"| {label} | {sec[key]:.3f} s | {big / sec[key] / 1e6:,.0f} | {outb[key]:,} |")
+            if key in sec:
+                L.append(f"| {label} | {sec[key]:.3f} s | {big / sec[key] / 1e6:,.0f} | {outb[key]:,} |")
         L.append("")
     else:
         L.append("(not measured: run `bash benches/run.sh`)")

@@ -1,12 +1,15 @@
 //! What `resultbudget proxy` costs, without a network: a small stdio server
-//! (`rb-bench-server`, this crate's binary) driven directly, then through the
-//! proxy binary.
+//! (`rb-bench-server`, this crate's binary) driven directly, behind a plain
+//! relay (`rb-bench-relay`, which copies bytes and reads no JSON: the floor
+//! under any stdio proxy), and behind the proxy binary. The peers run side by
+//! side and take turns, so that the machine's drift falls on all alike.
 //!
-//! - latency: p50/p99 of small `tools/call` round trips, server alone and
-//!   through the proxy;
+//! - latency: p50/p99 of small `tools/call` round trips, in rounds of 50 a
+//!   peer;
 //! - throughput: one 100 MB `tools/call` result, server alone, through the
-//!   proxy with its default budget (64 KiB result: the text is skipped), and
-//!   through the proxy with every budget off (the 100 MB are copied).
+//!   relay, through the proxy with its default budget (64 KiB result: the
+//!   text is skipped), and through the proxy with every budget off (the
+//!   100 MB are copied).
 //!
 //! The proxy binary: `$RB_BIN`, else `target/release/resultbudget` (build it
 //! with `cargo build --release -p resultbudget`; in test mode the debug one is
@@ -22,6 +25,7 @@ use std::time::{Duration, Instant};
 use resultbudget_benches as rbb;
 
 const SERVER: &str = env!("CARGO_BIN_EXE_rb-bench-server");
+const RELAY: &str = env!("CARGO_BIN_EXE_rb-bench-relay");
 
 fn proxy_bin(bench: bool) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RB_BIN") {
@@ -136,41 +140,70 @@ struct Latency {
     mean: Duration,
 }
 
-/// `n` small round trips after a warm-up; each response checked.
-fn latency(peer: &mut Peer, n: usize, expect: &[u8]) -> Latency {
-    for i in 0..50 {
-        let resp = peer.call(&small_call(1_000_000 + i));
-        assert!(resp.ends_with(&expect[expect.len() - 40..]));
-    }
-    let mut times = Vec::with_capacity(n);
-    for i in 0..n as u64 {
-        let req = small_call(i + 1);
-        let t = Instant::now();
-        let resp = peer.call(&req);
-        times.push(t.elapsed());
-        let want = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},", i + 1);
-        assert!(resp.starts_with(want.as_bytes()) && resp.ends_with(&expect[expect.len() - 40..]));
-    }
-    let mean = times.iter().sum::<Duration>() / n as u32;
-    times.sort();
-    Latency {
-        p50: percentile(&times, 0.50),
-        p99: percentile(&times, 0.99),
-        mean,
-    }
+/// One timed small round trip; the response is checked.
+fn small_trip(peer: &mut Peer, id: u64, expect: &[u8]) -> Duration {
+    let req = small_call(id);
+    let t = Instant::now();
+    let resp = peer.call(&req);
+    let d = t.elapsed();
+    let want = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},");
+    assert!(resp.starts_with(want.as_bytes()) && resp.ends_with(&expect[expect.len() - 40..]));
+    d
 }
 
-/// Median seconds of `runs` big round trips; returns (seconds, response bytes, head).
-fn big(peer: &mut Peer, runs: usize) -> (f64, usize, Vec<u8>) {
-    let mut secs = Vec::with_capacity(runs);
-    let mut last = (0, Vec::new());
-    for i in 0..runs as u64 {
-        let t = Instant::now();
-        last = peer.call_counting(&big_call(5_000_000 + i));
-        secs.push(t.elapsed().as_secs_f64());
+/// `n` small round trips on each peer after 50 warm-up calls each, taken in
+/// rounds of `ROUND` calls, the peers in turn, so that the machine's drift
+/// falls on all of them alike.
+fn latencies(peers: &mut [&mut Peer], n: usize, expect: &[u8]) -> Vec<Latency> {
+    const ROUND: usize = 50;
+    for p in peers.iter_mut() {
+        for i in 0..50 {
+            small_trip(p, 1_000_000 + i, expect);
+        }
     }
-    secs.sort_by(f64::total_cmp);
-    (secs[secs.len() / 2], last.0, last.1)
+    let mut times = vec![Vec::with_capacity(n); peers.len()];
+    let mut id = 1u64;
+    while times[0].len() < n {
+        for (p, t) in peers.iter_mut().zip(times.iter_mut()) {
+            for _ in 0..ROUND.min(n - t.len()) {
+                t.push(small_trip(p, id, expect));
+                id += 1;
+            }
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut t| {
+            let mean = t.iter().sum::<Duration>() / t.len() as u32;
+            t.sort();
+            Latency {
+                p50: percentile(&t, 0.50),
+                p99: percentile(&t, 0.99),
+                mean,
+            }
+        })
+        .collect()
+}
+
+/// `runs` big round trips on each peer, the peers in turn; per peer the
+/// median seconds, the response's bytes and its head.
+fn bigs(peers: &mut [&mut Peer], runs: usize) -> Vec<(f64, usize, Vec<u8>)> {
+    let mut secs = vec![Vec::with_capacity(runs); peers.len()];
+    let mut last = vec![(0, Vec::new()); peers.len()];
+    for i in 0..runs as u64 {
+        for ((p, s), l) in peers.iter_mut().zip(secs.iter_mut()).zip(last.iter_mut()) {
+            let t = Instant::now();
+            *l = p.call_counting(&big_call(5_000_000 + i));
+            s.push(t.elapsed().as_secs_f64());
+        }
+    }
+    secs.into_iter()
+        .zip(last)
+        .map(|(mut s, (n, head))| {
+            s.sort_by(f64::total_cmp);
+            (s[s.len() / 2], n, head)
+        })
+        .collect()
 }
 
 fn us(d: Duration) -> f64 {
@@ -211,33 +244,53 @@ fn main() {
         "none",
     ];
 
-    // Small round trips.
+    let via_relay = || {
+        let mut c = Command::new(RELAY);
+        c.arg(SERVER).arg("--big-bytes").arg(big_bytes.to_string());
+        c
+    };
+
     let mut alone = Peer::start(&mut server());
     let expect = alone.call(&small_call(7));
-    let lat_alone = latency(&mut alone, n_small, &expect);
-    let (t_alone, bytes_alone, _) = big(&mut alone, runs);
-    alone.stop();
-
+    let mut relay = Peer::start(&mut via_relay());
+    assert_eq!(
+        relay.call(&small_call(7)),
+        expect,
+        "the relay changes nothing"
+    );
     let mut prox = Peer::start(&mut via_proxy(&[]));
     // The first tools/call makes the proxy fetch tools/list itself.
-    let first = prox.call(&small_call(7));
     assert_eq!(
-        first, expect,
+        prox.call(&small_call(7)),
+        expect,
         "a small result passes the proxy byte for byte"
     );
-    let lat_proxy = latency(&mut prox, n_small, &expect);
-    let (t_cut, bytes_cut, head_cut) = big(&mut prox, runs);
-    prox.stop();
+    let mut open = Peer::start(&mut via_proxy(&unlimited));
+    let _ = open.call(&small_call(7));
+
+    // Small round trips: the server alone, behind the plain relay, behind the proxy.
+    let lat = latencies(&mut [&mut alone, &mut relay, &mut prox], n_small, &expect);
+    let [lat_alone, lat_relay, lat_proxy] = &lat[..] else {
+        unreachable!("three peers")
+    };
+    // The big result through all four.
+    let big = bigs(&mut [&mut alone, &mut relay, &mut prox, &mut open], runs);
+    let [(t_alone, bytes_alone, _), (t_relay, bytes_relay, _), (t_cut, bytes_cut, _), (t_open, bytes_open, _)] =
+        big[..]
+    else {
+        unreachable!("four peers")
+    };
+    for p in [alone, relay, prox, open] {
+        p.stop();
+    }
+    assert_eq!(
+        bytes_relay, bytes_alone,
+        "the relay passes the result whole"
+    );
     assert!(
         bytes_cut < 70_000,
         "the default budget cuts the 100 MB result"
     );
-    let _ = head_cut;
-
-    let mut open = Peer::start(&mut via_proxy(&unlimited));
-    let _ = open.call(&small_call(7));
-    let (t_open, bytes_open, _) = big(&mut open, runs);
-    open.stop();
     assert_eq!(
         bytes_open, bytes_alone,
         "with budgets off the result passes whole"
@@ -246,43 +299,44 @@ fn main() {
     let mbps = |secs: f64| bytes_alone as f64 / secs / 1e6;
     println!("proxy bench: {n_small} small round trips, a {bytes_alone}-byte result ({runs} runs, median)");
     println!("binary: {}", proxy.display());
+    for (name, l) in [
+        ("server alone:", lat_alone),
+        ("through a plain relay:", lat_relay),
+        ("through the proxy:", lat_proxy),
+    ] {
+        println!(
+            "latency {name:<24} p50 {:>8.1} us  p99 {:>8.1} us  mean {:>8.1} us",
+            us(l.p50),
+            us(l.p99),
+            us(l.mean)
+        );
+    }
     println!(
-        "latency server alone:   p50 {:>8.1} us  p99 {:>8.1} us  mean {:>8.1} us",
-        us(lat_alone.p50),
-        us(lat_alone.p99),
-        us(lat_alone.mean)
-    );
-    println!(
-        "latency through proxy:  p50 {:>8.1} us  p99 {:>8.1} us  mean {:>8.1} us",
-        us(lat_proxy.p50),
-        us(lat_proxy.p99),
-        us(lat_proxy.mean)
-    );
-    println!(
-        "added by the proxy:     p50 {:>8.1} us  p99 {:>8.1} us",
+        "added by the proxy:              p50 {:>8.1} us  p99 {:>8.1} us (by the relay: p50 {:.1} us)",
         us(lat_proxy.p50) - us(lat_alone.p50),
-        us(lat_proxy.p99) - us(lat_alone.p99)
+        us(lat_proxy.p99) - us(lat_alone.p99),
+        us(lat_relay.p50) - us(lat_alone.p50)
     );
-    println!(
-        "big result, server alone:            {:>8.1} MB/s ({t_alone:.3} s)",
-        mbps(t_alone)
-    );
-    println!(
-        "big result, proxy default budget:    {:>8.1} MB/s ({t_cut:.3} s, {bytes_cut} bytes out)",
-        mbps(t_cut)
-    );
-    println!(
-        "big result, proxy budgets off:       {:>8.1} MB/s ({t_open:.3} s, {bytes_open} bytes out)",
-        mbps(t_open)
-    );
+    for (name, t, n) in [
+        ("server alone", t_alone, bytes_alone),
+        ("plain relay", t_relay, bytes_relay),
+        ("proxy default budget", t_cut, bytes_cut),
+        ("proxy budgets off", t_open, bytes_open),
+    ] {
+        println!(
+            "big result, {name:<22} {:>8.1} MB/s ({t:.3} s, {n} bytes out)",
+            mbps(t)
+        );
+    }
 
     let json = format!(
         concat!(
             "{{\"small_round_trips\":{},\"big_bytes\":{},\"big_runs\":{},\"binary\":\"{}\",",
             "\"latency_us\":{{\"alone\":{{\"p50\":{:.2},\"p99\":{:.2},\"mean\":{:.2}}},",
+            "\"relay\":{{\"p50\":{:.2},\"p99\":{:.2},\"mean\":{:.2}}},",
             "\"proxy\":{{\"p50\":{:.2},\"p99\":{:.2},\"mean\":{:.2}}}}},",
-            "\"big_seconds\":{{\"alone\":{:.5},\"proxy_default\":{:.5},\"proxy_unlimited\":{:.5}}},",
-            "\"big_out_bytes\":{{\"alone\":{},\"proxy_default\":{},\"proxy_unlimited\":{}}},",
+            "\"big_seconds\":{{\"alone\":{:.5},\"relay\":{:.5},\"proxy_default\":{:.5},\"proxy_unlimited\":{:.5}}},",
+            "\"big_out_bytes\":{{\"alone\":{},\"relay\":{},\"proxy_default\":{},\"proxy_unlimited\":{}}},",
             "\"bench_mode\":{}}}\n"
         ),
         n_small,
@@ -292,13 +346,18 @@ fn main() {
         us(lat_alone.p50),
         us(lat_alone.p99),
         us(lat_alone.mean),
+        us(lat_relay.p50),
+        us(lat_relay.p99),
+        us(lat_relay.mean),
         us(lat_proxy.p50),
         us(lat_proxy.p99),
         us(lat_proxy.mean),
         t_alone,
+        t_relay,
         t_cut,
         t_open,
         bytes_alone,
+        bytes_relay,
         bytes_cut,
         bytes_open,
         bench
