@@ -565,6 +565,23 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
         if lat_r:
             L.append(f"| **added by the proxy's own work** (proxy − relay) | **{added('p50', lat_r)}** | "
                      f"**{added('p99', lat_r)}** | {added('mean', lat_r)} |")
+        one = proxy.get("latency_one_cpu_us")
+        if one:
+            L.append("")
+            L.append("The same round trips with the bench and every process it starts on one CPU "
+                     "(`sched_setaffinity`): no hop then waits for a wake-up on the other CPU, so what "
+                     "is left between the rows is the relay's and the proxy's own work.")
+            L.append("")
+            L.append("| one CPU | p50 | p99 | mean |")
+            L.append("|---|---:|---:|---:|")
+            for key, label in (("alone", "server alone"), ("relay", "behind the plain relay"),
+                               ("proxy", "through the proxy")):
+                o = one[key]
+                L.append(f"| {label} | {o['p50']:.1f} µs | {o['p99']:.1f} µs | {o['mean']:.1f} µs |")
+            d = {k: one["proxy"][k] - one["relay"][k] for k in ("p50", "p99", "mean")}
+            L.append("| **the proxy's own work** (proxy − relay) | " + " | ".join(
+                (f"**{d[k]:.1f} µs**" if k != "mean" else f"{d[k]:.1f} µs") if d[k] >= 0 else "– (noise)"
+                for k in ("p50", "p99", "mean")) + " |")
         L.append("")
         L.append(f"One {big / 1e6:.0f} MB `tools/call` result (one escape-rich text block; median of "
                  f"{proxy['big_runs']} runs, from writing the request to reading the response's newline):")
