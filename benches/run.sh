@@ -32,7 +32,7 @@ others_log=$(mktemp)
 (
   while sleep 20; do
     ps -eo pcpu=,comm= --sort=-pcpu | head -8 |
-      awk '$1 >= 25 && $2 !~ /^(throughput|proxy|pairs|chunk-ratio|resultbudget|rb-bench-server|ps|cargo)/ {print $2}'
+      awk '$1 >= 25 && $2 !~ /^(throughput|proxy|pairs|chunk-ratio|resultbudget|rb-bench-server|rb-bench-relay|ps|cargo)/ {print $2}'
   done
 ) >"$others_log" &
 sampler=$!
