@@ -203,7 +203,6 @@ impl Shared {
     }
 }
 
-/// Run the proxy around `cmd`; returns the process exit code.
 /// The capacity the proxy asks of the pipe it reads the server's output from.
 ///
 /// Linux gives a pipe 64 KiB, one read of the proxy's: a server writing a
@@ -229,6 +228,7 @@ fn widen_server_pipe(out: &ChildStdout) {
     let _ = out;
 }
 
+/// Run the proxy around `cmd`; returns the process exit code.
 pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     let Some((prog, args)) = cmd.split_first() else {
         eprintln!("resultbudget: proxy needs a server command after --");
