@@ -105,6 +105,8 @@ pub fn run_budget(args: BudgetArgs) -> u8 {
     };
     let stream = lim.max_result_bytes == u64::MAX;
     let stdin = std::io::stdin();
+    // When stdin is a pipe: room for the writer to go on while we budget.
+    crate::framing::widen_pipe(&stdin);
     let mut input = stdin.lock();
     let stdout = std::io::stdout();
     let mut stdout = stdout.lock();
@@ -276,6 +278,8 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         modern: false,
     };
     let stdin = std::io::stdin();
+    // When stdin is a pipe: room for the writer to go on while we budget.
+    crate::framing::widen_pipe(&stdin);
     let stdout = std::io::stdout();
     let mut lines = crate::framing::LineReader::new(stdin.lock());
     let mut stdout = std::io::BufWriter::new(stdout.lock());

@@ -7,7 +7,7 @@
 //! budget is picked from the pending requests). The server's stderr is inherited.
 //! See `docs/proxy.md` for the behaviour in detail.
 
-use crate::framing::{LineReader, Piece};
+use crate::framing::{self, LineReader, Piece};
 use crate::guard::Guard;
 use crate::inventory::Inventory;
 use crate::jsonrpc;
@@ -15,7 +15,7 @@ use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
 use crate::sniff::{Event, Seg, Walker, Want};
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -203,31 +203,6 @@ impl Shared {
     }
 }
 
-/// The capacity the proxy asks of the pipe it reads the server's output from.
-///
-/// Linux gives a pipe 64 KiB, one read of the proxy's: a server writing a
-/// large result fills it and waits, the proxy wakes, takes the piece, and the
-/// two take turns, each waking the other every 64 KiB. With four pieces of
-/// room the server writes on while the proxy budgets, each on its own core; a
-/// 100 MB result cut to the default budget went through in about half the
-/// time (`docs/proxy.md`). Where the kernel refuses (a lower
-/// `/proc/sys/fs/pipe-max-size`, a user over its pipe pages), the pipe keeps
-/// its size and nothing else changes. Bounds no memory of the proxy's own:
-/// the pipe's pages are the kernel's.
-#[cfg(target_os = "linux")]
-pub const SERVER_PIPE_BYTES: usize = 256 << 10;
-
-/// Ask for [`SERVER_PIPE_BYTES`] of room in the server's output pipe (Linux;
-/// elsewhere pipes keep the system's size).
-fn widen_server_pipe(out: &ChildStdout) {
-    #[cfg(target_os = "linux")]
-    {
-        let _ = rustix::pipe::fcntl_setpipe_size(out, SERVER_PIPE_BYTES);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = out;
-}
-
 /// Run the proxy around `cmd`; returns the process exit code.
 pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     let Some((prog, args)) = cmd.split_first() else {
@@ -251,7 +226,8 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
         eprintln!("resultbudget: cannot open the server's pipes");
         return 2;
     };
-    widen_server_pipe(&server_out);
+    // Room for the server to write on while the proxy budgets (see `PIPE_BYTES`).
+    framing::widen_pipe(&server_out);
     let shared = Arc::new(Shared::new(cfg, Box::new(std::io::stdout())));
     let child = Arc::new(Mutex::new(child));
     let c2s = {

@@ -275,3 +275,32 @@ fn filter_bounds_a_five_megabyte_line() {
         assert_eq!(l, r.out.as_slice());
     }
 }
+
+/// `budget` and `filter` ask for a wider pipe on their stdin (see
+/// `framing::PIPE_BYTES`); a file or a terminal is left alone.
+#[cfg(target_os = "linux")]
+#[test]
+fn stdin_pipes_are_widened() {
+    use resultbudget::framing::PIPE_BYTES;
+    for cmd in ["budget", "filter"] {
+        let mut child = Command::new(BIN)
+            .arg(cmd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn resultbudget");
+        let stdin = child.stdin.take().unwrap();
+        let before = rustix::pipe::fcntl_getpipe_size(&stdin).unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut size = before;
+        while size != PIPE_BYTES && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            size = rustix::pipe::fcntl_getpipe_size(&stdin).unwrap();
+        }
+        drop(stdin);
+        let _ = child.wait();
+        assert!(before < PIPE_BYTES, "{cmd}: a new pipe has {before} bytes");
+        assert_eq!(size, PIPE_BYTES, "{cmd} widens its stdin pipe");
+    }
+}

@@ -330,7 +330,7 @@ fn the_proxy_widens_the_pipe_it_reads_the_server_from() {
     };
     let direct = pipe_bytes(&pyserver_cmd());
     let proxied = pipe_bytes(&proxied(&[], &pyserver_cmd()));
-    assert_eq!(proxied, resultbudget::proxy::SERVER_PIPE_BYTES);
+    assert_eq!(proxied, resultbudget::framing::PIPE_BYTES);
     assert!(
         direct < proxied,
         "a pipe of the system's size ({direct} bytes) is smaller"
