@@ -813,15 +813,14 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         };
         if !started {
             started = true;
-            let (treat, ambiguous, lists) = pick_treat(shared);
-            deciding = ambiguous;
-            cur_treat = treat.clone();
-            if !ambiguous {
+            let pick = pick_treat(shared);
+            deciding = pick.ambiguous;
+            cur_treat = pick.treat;
+            if !deciding {
                 begin(shared, &mut proj, &cur_treat);
             }
-            tools_probe = lists.then(ToolsProbe::default);
-            let tasks = lock(&shared.pending).values().any(|p| p.task);
-            task_probe = tasks.then(ScalarProbe::task_id);
+            tools_probe = pick.lists.then(ToolsProbe::default);
+            task_probe = pick.tasks.then(ScalarProbe::task_id);
         }
         if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
             blank = false;
@@ -1039,36 +1038,72 @@ fn resolve(shared: &Shared, id: &[u8]) -> Treat {
 }
 
 /// Pick the treatment for a line before its id is known: (treat, ambiguous, tools/list pending).
-fn pick_treat(shared: &Shared) -> (Treat, bool, bool) {
+/// What the pending requests say of the response that has begun.
+#[derive(Debug, Clone, PartialEq)]
+struct Pick {
+    /// The treatment, when it does not hang on the response's id.
+    treat: Treat,
+    /// Calls with different treatments (or a call and another request) are
+    /// pending: read ahead for the id.
+    ambiguous: bool,
+    /// A `tools/list` is pending (the response may teach the tools).
+    lists: bool,
+    /// A task-augmented call is pending (the response may name its task).
+    tasks: bool,
+}
+
+/// One pass over the pending requests, without allocating: a call's
+/// treatment is a function of its tool (a `tasks/result`'s is its task's
+/// tool) and its protocol generation, so calls are compared by those, and
+/// the treatment is built once, for the first. A gateway with many calls in
+/// flight asks this of every response; building each call's treatment (the
+/// tool's name copied, its facts looked up) made that cost grow with them.
+fn pick_treat(shared: &Shared) -> Pick {
     let pending = lock(&shared.pending);
-    let lists = pending
-        .values()
-        .any(|p| matches!(p.method, Method::ToolsList | Method::ProxyToolsList));
-    let mut treats: Vec<Treat> = Vec::new();
-    let mut others = 0usize;
-    for (id, p) in pending.iter() {
-        match p.method {
-            Method::ToolsCall(_) | Method::TasksResult(_) => {
-                let (_, mut t) = shared.treat_for(id, p);
-                if let Treat::ToolResult(c) = &mut t {
-                    c.request_id = None;
+    let (mut lists, mut tasks, mut others) = (false, false, 0usize);
+    let (first, differ) = {
+        let task_tools = lock(&shared.tasks);
+        let mut first: Option<(&Vec<u8>, &Pending, Option<&str>)> = None;
+        let mut differ = false;
+        for (id, p) in pending.iter() {
+            tasks |= p.task;
+            let tool = match &p.method {
+                Method::ToolsCall(name) => Some(name.as_str()),
+                Method::TasksResult(task) => task_tools.get(task).map(String::as_str),
+                Method::ToolsList | Method::ProxyToolsList => {
+                    lists = true;
+                    others += 1;
+                    continue;
                 }
-                if !treats.contains(&t) {
-                    treats.push(t);
+                Method::Other => {
+                    others += 1;
+                    continue;
                 }
+            };
+            match first {
+                None => first = Some((id, p, tool)),
+                Some((_, p0, t0)) if !differ => differ = t0 != tool || p0.modern != p.modern,
+                Some(_) => {}
             }
-            _ => others += 1,
         }
-    }
-    drop(pending);
-    match (treats.len(), others) {
-        (0, _) => (Treat::Pass, false, lists),
-        (1, 0) => {
+        (first.map(|(id, p, _)| (id, p)), differ)
+    };
+    let treat = match first {
+        Some((id, p)) if !differ && others == 0 => {
             // One kind of call in flight: the response is for one of them.
-            let t = treats.pop().unwrap_or(Treat::Pass);
-            (t, false, lists)
+            let (_, mut t) = shared.treat_for(id, p);
+            if let Treat::ToolResult(c) = &mut t {
+                c.request_id = None;
+            }
+            t
         }
-        _ => (Treat::Pass, true, lists),
+        _ => Treat::Pass,
+    };
+    Pick {
+        ambiguous: first.is_some() && (differ || others > 0),
+        treat,
+        lists,
+        tasks,
     }
 }
 
@@ -1132,4 +1167,112 @@ pub fn relay_server_output<R: Read>(
     let shared = Shared::new(cfg, out);
     let o = server_to_client(&shared, input);
     (o.broken_line, o.orphaned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The obvious form of [`pick_treat`]: every pending call's treatment
+    /// built and compared whole.
+    fn pick_treat_slow(shared: &Shared) -> Pick {
+        let pending = lock(&shared.pending);
+        let lists = pending
+            .values()
+            .any(|p| matches!(p.method, Method::ToolsList | Method::ProxyToolsList));
+        let tasks = pending.values().any(|p| p.task);
+        let mut treats: Vec<Treat> = Vec::new();
+        let mut others = 0usize;
+        for (id, p) in pending.iter() {
+            match p.method {
+                Method::ToolsCall(_) | Method::TasksResult(_) => {
+                    let (_, mut t) = shared.treat_for(id, p);
+                    if let Treat::ToolResult(c) = &mut t {
+                        c.request_id = None;
+                    }
+                    if !treats.contains(&t) {
+                        treats.push(t);
+                    }
+                }
+                _ => others += 1,
+            }
+        }
+        let (treat, ambiguous) = match (treats.len(), others) {
+            (0, _) => (Treat::Pass, false),
+            (1, 0) => (treats.pop().unwrap_or(Treat::Pass), false),
+            _ => (Treat::Pass, true),
+        };
+        Pick {
+            treat,
+            ambiguous,
+            lists,
+            tasks,
+        }
+    }
+
+    #[test]
+    fn pick_treat_matches_its_slow_twin() {
+        let shared = Shared::new(ProxyConfig::default(), Box::new(std::io::sink()));
+        lock(&shared.tools).insert(
+            "typed".into(),
+            ToolFacts {
+                typed: true,
+                read_only: true,
+            },
+        );
+        // Two tasks whose tools are known, one whose tool is not.
+        lock(&shared.tasks).insert(b"\"t1\"".to_vec(), "typed".into());
+        lock(&shared.tasks).insert(b"\"t2\"".to_vec(), "plain".into());
+        let methods = [
+            Method::ToolsCall("typed".into()),
+            Method::ToolsCall("plain".into()),
+            Method::TasksResult(b"\"t1\"".to_vec()),
+            Method::TasksResult(b"\"t2\"".to_vec()),
+            Method::TasksResult(b"\"t3\"".to_vec()),
+            Method::ToolsList,
+            Method::ProxyToolsList,
+            Method::Other,
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n as u64) as usize
+        };
+        let mut kinds = std::collections::HashSet::new();
+        for case in 0..20_000 {
+            let mut pending = lock(&shared.pending);
+            pending.clear();
+            for k in 0..next(5) {
+                let method = methods
+                    .get(next(methods.len()))
+                    .cloned()
+                    .unwrap_or(Method::Other);
+                pending.insert(
+                    format!("{case}-{k}").into_bytes(),
+                    Pending {
+                        method,
+                        cancelled: false,
+                        modern: next(4) == 0,
+                        task: next(6) == 0,
+                    },
+                );
+            }
+            drop(pending);
+            let fast = pick_treat(&shared);
+            assert_eq!(fast, pick_treat_slow(&shared), "case {case}");
+            kinds.insert((
+                fast.ambiguous,
+                fast.treat == Treat::Pass,
+                fast.lists,
+                fast.tasks,
+            ));
+        }
+        // Every outcome that can be came up: ambiguous or not with the
+        // pass-through, each with or without a pending list and task call, and
+        // a treatment (never with a pending list, which makes it ambiguous)
+        // with or without a task call.
+        assert_eq!(kinds.len(), 10, "{kinds:?}");
+    }
 }
