@@ -91,6 +91,115 @@ struct Pending {
     task: bool,
 }
 
+/// What a pending call's treatment is made from: its tool (a `tasks/result`
+/// by its task, whose tool is looked up when the answer comes) and whether it
+/// spoke the 2026-07-28 protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum CallKey {
+    Tool(String, bool),
+    Task(Vec<u8>, bool),
+}
+
+impl CallKey {
+    /// The tool and protocol generation the treatment is made from; a task's
+    /// tool from `task_tools` (none while the task is unknown).
+    fn tool<'a>(&'a self, task_tools: &'a HashMap<Vec<u8>, String>) -> (Option<&'a str>, bool) {
+        match self {
+            CallKey::Tool(name, modern) => (Some(name.as_str()), *modern),
+            CallKey::Task(task, modern) => (task_tools.get(task).map(String::as_str), *modern),
+        }
+    }
+}
+
+/// The requests the server has yet to answer, by id, with counts kept as they
+/// come and go, so that the start of each answer ([`pick_treat`]) costs the
+/// same however many calls are in flight.
+#[derive(Debug, Default)]
+struct PendingSet {
+    by_id: HashMap<Vec<u8>, Pending>,
+    /// Pending calls by what their treatment is made from.
+    calls: HashMap<CallKey, usize>,
+    /// Pending `tools/list` requests (the client's and the proxy's own).
+    lists: usize,
+    /// Pending task-augmented calls.
+    tasks: usize,
+    /// Pending requests that are not calls.
+    others: usize,
+}
+
+impl PendingSet {
+    fn key(p: &Pending) -> Option<CallKey> {
+        match &p.method {
+            Method::ToolsCall(name) => Some(CallKey::Tool(name.clone(), p.modern)),
+            Method::TasksResult(task) => Some(CallKey::Task(task.clone(), p.modern)),
+            _ => None,
+        }
+    }
+
+    /// Count `p` in (`add`) or out of the summary.
+    fn count(&mut self, p: &Pending, add: bool) {
+        let step = |n: &mut usize| {
+            *n = if add {
+                n.saturating_add(1)
+            } else {
+                n.saturating_sub(1)
+            }
+        };
+        if p.task {
+            step(&mut self.tasks);
+        }
+        match Self::key(p) {
+            Some(k) => {
+                let n = self.calls.entry(k.clone()).or_insert(0);
+                step(n);
+                if *n == 0 {
+                    self.calls.remove(&k);
+                }
+            }
+            None => {
+                if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
+                    step(&mut self.lists);
+                }
+                step(&mut self.others);
+            }
+        }
+    }
+
+    fn insert(&mut self, id: Vec<u8>, p: Pending) {
+        self.count(&p, true);
+        if let Some(old) = self.by_id.insert(id, p) {
+            // A reused id: the new request replaces the old one.
+            self.count(&old, false);
+        }
+    }
+
+    fn remove(&mut self, id: &[u8]) -> Option<Pending> {
+        let p = self.by_id.remove(id)?;
+        self.count(&p, false);
+        Some(p)
+    }
+
+    fn drain(&mut self) -> Vec<(Vec<u8>, Pending)> {
+        self.calls.clear();
+        (self.lists, self.tasks, self.others) = (0, 0, 0);
+        self.by_id.drain().collect()
+    }
+
+    fn get(&self, id: &[u8]) -> Option<&Pending> {
+        self.by_id.get(id)
+    }
+
+    fn cancel(&mut self, id: &[u8]) {
+        if let Some(p) = self.by_id.get_mut(id) {
+            p.cancelled = true;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Vec<u8>, &Pending)> {
+        self.by_id.iter()
+    }
+}
+
 /// What `tools/list` told us about a tool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ToolFacts {
@@ -100,7 +209,7 @@ pub struct ToolFacts {
 
 struct Shared {
     cfg: ProxyConfig,
-    pending: Mutex<HashMap<Vec<u8>, Pending>>,
+    pending: Mutex<PendingSet>,
     tools: Mutex<HashMap<String, ToolFacts>>,
     /// Task id (raw JSON) → the tool whose result `tasks/result` will carry.
     tasks: Mutex<HashMap<Vec<u8>, String>>,
@@ -124,7 +233,7 @@ impl Shared {
     fn new(cfg: ProxyConfig, client_out: Box<dyn Write + Send>) -> Shared {
         Shared {
             cfg,
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingSet::default()),
             tools: Mutex::new(HashMap::new()),
             tasks: Mutex::new(HashMap::new()),
             tools_state: Mutex::new(ToolsState::default()),
@@ -313,6 +422,29 @@ struct RequestFacts {
     task: bool,
 }
 
+impl RequestFacts {
+    /// Forget the last request, keeping the buffers for the next.
+    fn clear(&mut self) {
+        for v in [
+            &mut self.method,
+            &mut self.id,
+            &mut self.name,
+            &mut self.request_id,
+            &mut self.version,
+            &mut self.task_id,
+        ] {
+            v.clear();
+        }
+        self.task = false;
+    }
+}
+
+/// `field` becomes `raw`, in the buffer it has.
+fn set_fact(field: &mut Vec<u8>, raw: &[u8]) {
+    field.clear();
+    field.extend_from_slice(raw);
+}
+
 /// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
 /// by asking the server itself (every page), so the typed-success rule holds
 /// even for a client that never lists tools. Waits at most `TOOLS_WAIT`.
@@ -440,13 +572,15 @@ fn client_to_server<R: Read>(
                         }
                         if let Event::Scalar(path, raw) = ev {
                             match path {
-                                [k] if k.is(b"method") => facts.method = raw.to_vec(),
-                                [k] if k.is(b"id") => facts.id = raw.to_vec(),
-                                [_, k] if k.is(b"name") => facts.name = raw.to_vec(),
-                                [_, k] if k.is(b"requestId") => facts.request_id = raw.to_vec(),
-                                [_, k] if k.is(b"taskId") => facts.task_id = raw.to_vec(),
+                                [k] if k.is(b"method") => set_fact(&mut facts.method, raw),
+                                [k] if k.is(b"id") => set_fact(&mut facts.id, raw),
+                                [_, k] if k.is(b"name") => set_fact(&mut facts.name, raw),
+                                [_, k] if k.is(b"requestId") => {
+                                    set_fact(&mut facts.request_id, raw)
+                                }
+                                [_, k] if k.is(b"taskId") => set_fact(&mut facts.task_id, raw),
                                 [_, _, k] if k.is(PROTOCOL_VERSION_KEY) => {
-                                    facts.version = raw.to_vec()
+                                    set_fact(&mut facts.version, raw)
                                 }
                                 _ => {}
                             }
@@ -502,7 +636,11 @@ fn client_to_server<R: Read>(
                     let _ = walker.finish(&mut decide_request, &mut on);
                 }
                 let is_call = facts.method == b"\"tools/call\"";
-                let tool = unquote(&facts.name);
+                let tool = if is_call {
+                    unquote(&facts.name)
+                } else {
+                    String::new()
+                };
                 let verdict = if is_call { guard.finish(&tool) } else { None };
                 let refused_early = refused.take().is_some();
                 match verdict {
@@ -567,7 +705,7 @@ fn client_to_server<R: Read>(
                 decided = None;
                 walker.reset();
                 guard.reset();
-                facts = RequestFacts::default();
+                facts.clear();
                 sniff_ok = true;
                 if end {
                     break;
@@ -600,28 +738,33 @@ fn client_to_server<R: Read>(
 }
 
 fn register(shared: &Shared, f: &RequestFacts) {
-    let method = unquote(&f.method);
     if f.method.is_empty() {
         return;
     }
+    // The method as the request wrote it (quoted raw JSON).
+    let method = f.method.as_slice();
     if f.id.is_empty() {
-        if method == "notifications/cancelled" && !f.request_id.is_empty() {
-            if let Some(p) = lock(&shared.pending).get_mut(&f.request_id) {
-                p.cancelled = true;
-            }
+        if method == b"\"notifications/cancelled\"" && !f.request_id.is_empty() {
+            lock(&shared.pending).cancel(&f.request_id);
         }
         return;
     }
-    let m = match method.as_str() {
-        "tools/call" => Method::ToolsCall(unquote(&f.name)),
-        "tasks/result" => Method::TasksResult(f.task_id.clone()),
-        "tools/list" => Method::ToolsList,
+    let m = match method {
+        b"\"tools/call\"" => Method::ToolsCall(unquote(&f.name)),
+        b"\"tasks/result\"" => Method::TasksResult(f.task_id.clone()),
+        b"\"tools/list\"" => Method::ToolsList,
         _ => Method::Other,
     };
-    shared.log(
-        LogLevel::Debug,
-        &format!("pending {} {}", String::from_utf8_lossy(&f.id), method),
-    );
+    if shared.cfg.log_level >= LogLevel::Debug {
+        shared.log(
+            LogLevel::Debug,
+            &format!(
+                "pending {} {}",
+                String::from_utf8_lossy(&f.id),
+                unquote(method)
+            ),
+        );
+    }
     lock(&shared.pending).insert(
         f.id.clone(),
         Pending {
@@ -991,7 +1134,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         blank = true;
     }
     // The server is gone: answer everything still pending.
-    let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain().collect();
+    let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
     for (id, p) in pending {
         if p.cancelled {
             continue;
@@ -1037,7 +1180,6 @@ fn resolve(shared: &Shared, id: &[u8]) -> Treat {
     }
 }
 
-/// Pick the treatment for a line before its id is known: (treat, ambiguous, tools/list pending).
 /// What the pending requests say of the response that has begun.
 #[derive(Debug, Clone, PartialEq)]
 struct Pick {
@@ -1052,56 +1194,57 @@ struct Pick {
     tasks: bool,
 }
 
-/// One pass over the pending requests, without allocating: a call's
-/// treatment is a function of its tool (a `tasks/result`'s is its task's
-/// tool) and its protocol generation, so calls are compared by those, and
-/// the treatment is built once, for the first. A gateway with many calls in
-/// flight asks this of every response; building each call's treatment (the
-/// tool's name copied, its facts looked up) made that cost grow with them.
+/// The treatment for a line before its id is known, from [`PendingSet`]'s
+/// counts: a call's treatment is a function of its [`CallKey`] (its tool, a
+/// task's looked up now, and its protocol generation), so when every pending
+/// call has one key, or keys that come to the same tool, one treatment fits
+/// them all, and it is built once. A gateway with many calls in flight asks
+/// this at the start of every answer: building and comparing every pending
+/// call's treatment made that cost grow with them, under the lock the
+/// request side needs to register calls.
 fn pick_treat(shared: &Shared) -> Pick {
     let pending = lock(&shared.pending);
-    let (mut lists, mut tasks, mut others) = (false, false, 0usize);
-    let (first, differ) = {
+    let (lists, tasks) = (pending.lists > 0, pending.tasks > 0);
+    let mut keys = pending.calls.keys();
+    let Some(first) = keys.next() else {
+        return Pick {
+            treat: Treat::Pass,
+            ambiguous: false,
+            lists,
+            tasks,
+        };
+    };
+    let differ = pending.calls.len() > 1 && {
         let task_tools = lock(&shared.tasks);
-        let mut first: Option<(&Vec<u8>, &Pending, Option<&str>)> = None;
-        let mut differ = false;
-        for (id, p) in pending.iter() {
-            tasks |= p.task;
-            let tool = match &p.method {
-                Method::ToolsCall(name) => Some(name.as_str()),
-                Method::TasksResult(task) => task_tools.get(task).map(String::as_str),
-                Method::ToolsList | Method::ProxyToolsList => {
-                    lists = true;
-                    others += 1;
-                    continue;
-                }
-                Method::Other => {
-                    others += 1;
-                    continue;
-                }
-            };
-            match first {
-                None => first = Some((id, p, tool)),
-                Some((_, p0, t0)) if !differ => differ = t0 != tool || p0.modern != p.modern,
-                Some(_) => {}
-            }
-        }
-        (first.map(|(id, p, _)| (id, p)), differ)
+        let t0 = first.tool(&task_tools);
+        keys.any(|k| k.tool(&task_tools) != t0)
     };
-    let treat = match first {
-        Some((id, p)) if !differ && others == 0 => {
-            // One kind of call in flight: the response is for one of them.
-            let (_, mut t) = shared.treat_for(id, p);
-            if let Treat::ToolResult(c) = &mut t {
-                c.request_id = None;
-            }
-            t
-        }
-        _ => Treat::Pass,
+    if differ || pending.others > 0 {
+        return Pick {
+            treat: Treat::Pass,
+            ambiguous: true,
+            lists,
+            tasks,
+        };
+    }
+    // One kind of call in flight: the response is for one of them.
+    let (method, modern) = match first {
+        CallKey::Tool(name, m) => (Method::ToolsCall(name.clone()), *m),
+        CallKey::Task(task, m) => (Method::TasksResult(task.clone()), *m),
     };
+    let p = Pending {
+        method,
+        cancelled: false,
+        modern,
+        task: false,
+    };
+    let (_, mut treat) = shared.treat_for(&[], &p);
+    if let Treat::ToolResult(c) = &mut treat {
+        c.request_id = None;
+    }
     Pick {
-        ambiguous: first.is_some() && (differ || others > 0),
         treat,
+        ambiguous: false,
         lists,
         tasks,
     }
@@ -1178,9 +1321,9 @@ mod tests {
     fn pick_treat_slow(shared: &Shared) -> Pick {
         let pending = lock(&shared.pending);
         let lists = pending
-            .values()
-            .any(|p| matches!(p.method, Method::ToolsList | Method::ProxyToolsList));
-        let tasks = pending.values().any(|p| p.task);
+            .iter()
+            .any(|(_, p)| matches!(p.method, Method::ToolsList | Method::ProxyToolsList));
+        let tasks = pending.iter().any(|(_, p)| p.task);
         let mut treats: Vec<Treat> = Vec::new();
         let mut others = 0usize;
         for (id, p) in pending.iter() {
@@ -1210,6 +1353,15 @@ mod tests {
         }
     }
 
+    /// The counts of a [`PendingSet`] made again from its requests.
+    fn recount(set: &PendingSet) -> PendingSet {
+        let mut fresh = PendingSet::default();
+        for (id, p) in set.iter() {
+            fresh.insert(id.clone(), p.clone());
+        }
+        fresh
+    }
+
     #[test]
     fn pick_treat_matches_its_slow_twin() {
         let shared = Shared::new(ProxyConfig::default(), Box::new(std::io::sink()));
@@ -1220,15 +1372,18 @@ mod tests {
                 read_only: true,
             },
         );
-        // Two tasks whose tools are known, one whose tool is not.
+        // Tasks whose tools are known (one of them the same tool as a call's),
+        // and one whose tool is not.
         lock(&shared.tasks).insert(b"\"t1\"".to_vec(), "typed".into());
         lock(&shared.tasks).insert(b"\"t2\"".to_vec(), "plain".into());
+        lock(&shared.tasks).insert(b"\"t4\"".to_vec(), "typed".into());
         let methods = [
             Method::ToolsCall("typed".into()),
             Method::ToolsCall("plain".into()),
             Method::TasksResult(b"\"t1\"".to_vec()),
             Method::TasksResult(b"\"t2\"".to_vec()),
             Method::TasksResult(b"\"t3\"".to_vec()),
+            Method::TasksResult(b"\"t4\"".to_vec()),
             Method::ToolsList,
             Method::ProxyToolsList,
             Method::Other,
@@ -1241,27 +1396,41 @@ mod tests {
             (x % n as u64) as usize
         };
         let mut kinds = std::collections::HashSet::new();
-        for case in 0..20_000 {
+        for step in 0..50_000 {
             let mut pending = lock(&shared.pending);
-            pending.clear();
-            for k in 0..next(5) {
-                let method = methods
-                    .get(next(methods.len()))
-                    .cloned()
-                    .unwrap_or(Method::Other);
-                pending.insert(
-                    format!("{case}-{k}").into_bytes(),
-                    Pending {
+            // Requests come and go; ids are reused, so a request may replace
+            // another; now and then the server dies and all are dropped.
+            match next(100) {
+                0 => {
+                    pending.drain();
+                }
+                1..=44 => {
+                    let id = format!("{}", next(6)).into_bytes();
+                    pending.remove(&id);
+                }
+                _ => {
+                    let method = methods
+                        .get(next(methods.len()))
+                        .cloned()
+                        .unwrap_or(Method::Other);
+                    let p = Pending {
                         method,
-                        cancelled: false,
+                        cancelled: next(8) == 0,
                         modern: next(4) == 0,
                         task: next(6) == 0,
-                    },
-                );
+                    };
+                    pending.insert(format!("{}", next(6)).into_bytes(), p);
+                }
             }
+            let fresh = recount(&pending);
+            assert_eq!(
+                (&pending.calls, pending.lists, pending.tasks, pending.others),
+                (&fresh.calls, fresh.lists, fresh.tasks, fresh.others),
+                "step {step}: the counts follow the requests"
+            );
             drop(pending);
             let fast = pick_treat(&shared);
-            assert_eq!(fast, pick_treat_slow(&shared), "case {case}");
+            assert_eq!(fast, pick_treat_slow(&shared), "step {step}");
             kinds.insert((
                 fast.ambiguous,
                 fast.treat == Treat::Pass,
