@@ -582,6 +582,19 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
             L.append("| **the proxy's own work** (proxy − relay) | " + " | ".join(
                 (f"**{d[k]:.1f} µs**" if k != "mean" else f"{d[k]:.1f} µs") if d[k] >= 0 else "– (noise)"
                 for k in ("p50", "p99", "mean")) + " |")
+        piped = proxy.get("pipelined")
+        if piped:
+            L.append("")
+            L.append(f"{piped['calls']:,} small `tools/call` requests written at once, as a client with many calls "
+                     f"in flight writes them, while the answers are read (median of {piped['runs']} runs, the "
+                     "peers in turns; from the first write to the last answer):")
+            L.append("")
+            L.append("| | time | calls/s |")
+            L.append("|---|---:|---:|")
+            for key, label in (("alone", "server alone"), ("relay", "behind the plain relay"),
+                               ("proxy", "through the proxy")):
+                t = piped["seconds"][key]
+                L.append(f"| {label} | {t:.3f} s | {piped['calls'] / t:,.0f} |")
         L.append("")
         L.append(f"One {big / 1e6:.0f} MB `tools/call` result (one escape-rich text block; median of "
                  f"{proxy['big_runs']} runs, from writing the request to reading the response's newline):")

@@ -5,7 +5,9 @@
 //! side and take turns, so that the machine's drift falls on all alike.
 //!
 //! - latency: p50/p99 of small `tools/call` round trips, in rounds of 50 a
-//!   peer;
+//!   peer, then again with every process on one CPU (Linux);
+//! - calls in flight: 20 000 small calls written at once while the answers
+//!   are read, server alone, through the relay and through the proxy;
 //! - throughput: one 100 MB `tools/call` result, server alone, through the
 //!   relay, through the proxy with its default budget (64 KiB result: the
 //!   text is skipped), and through the proxy with every budget off (the
@@ -107,6 +109,35 @@ impl Peer {
             n += len;
             self.stdout.consume(len);
         }
+    }
+
+    /// `n` small calls written at once (by a thread) while their answers are
+    /// read, as a client with many calls in flight does; seconds from the
+    /// first write to the last answer.
+    fn pipelined(&mut self, n: usize, first_id: u64) -> f64 {
+        let mut reqs = Vec::with_capacity(n * 110);
+        for i in 0..n as u64 {
+            reqs.extend_from_slice(&small_call(first_id + i));
+            reqs.push(b'\n');
+        }
+        let t = Instant::now();
+        let (stdin, stdout) = (&mut self.stdin, &mut self.stdout);
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                stdin.write_all(&reqs).expect("write");
+                stdin.flush().expect("flush");
+            });
+            let mut line = Vec::new();
+            for _ in 0..n {
+                line.clear();
+                stdout.read_until(b'\n', &mut line).expect("read");
+                assert!(
+                    line.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":") && line.ends_with(b"\n"),
+                    "an answer to a pipelined call"
+                );
+            }
+        });
+        t.elapsed().as_secs_f64()
     }
 
     fn stop(mut self) {
@@ -249,10 +280,10 @@ fn main() {
         eprintln!("proxy bench skipped: no resultbudget binary under target/ (set RB_BIN)");
         return;
     };
-    let (n_small, big_bytes, runs) = if bench {
-        (2000, 100_000_000usize, 5)
+    let (n_small, big_bytes, runs, n_piped) = if bench {
+        (2000, 100_000_000usize, 5, 20_000)
     } else {
-        (50, 2_000_000, 1)
+        (50, 2_000_000, 1, 200)
     };
     let server = || {
         let mut c = Command::new(SERVER);
@@ -304,6 +335,24 @@ fn main() {
         unreachable!("three peers")
     };
     // The big result through all four.
+    // Many small calls in flight at once: the server alone, behind the relay,
+    // behind the proxy, in turns.
+    let mut piped: Vec<Vec<f64>> = (0..3).map(|_| Vec::with_capacity(runs)).collect();
+    for r in 0..runs as u64 {
+        for (p, t) in [&mut alone, &mut relay, &mut prox]
+            .into_iter()
+            .zip(piped.iter_mut())
+        {
+            t.push(p.pipelined(n_piped, 10_000_000 + r * n_piped as u64));
+        }
+    }
+    let piped: Vec<f64> = piped
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        })
+        .collect();
     let big = bigs(&mut [&mut alone, &mut relay, &mut prox, &mut open], runs);
     let [(t_alone, bytes_alone, _), (t_relay, bytes_relay, _), (t_cut, bytes_cut, _), (t_open, bytes_open, _)] =
         big[..]
@@ -377,6 +426,13 @@ fn main() {
             );
         }
     }
+    for (name, t) in ["server alone", "plain relay", "proxy"].iter().zip(&piped) {
+        println!(
+            "{n_piped} calls in flight, {name:<13} {:>8.3} s ({:>9.0} calls/s)",
+            t,
+            n_piped as f64 / t
+        );
+    }
     for (name, t, n) in [
         ("server alone", t_alone, bytes_alone),
         ("plain relay", t_relay, bytes_relay),
@@ -398,6 +454,7 @@ fn main() {
             "\"big_seconds\":{{\"alone\":{:.5},\"relay\":{:.5},\"proxy_default\":{:.5},\"proxy_unlimited\":{:.5}}},",
             "\"big_out_bytes\":{{\"alone\":{},\"relay\":{},\"proxy_default\":{},\"proxy_unlimited\":{}}},",
             "\"latency_one_cpu_us\":{},",
+            "\"pipelined\":{{\"calls\":{},\"runs\":{},\"seconds\":{{\"alone\":{:.5},\"relay\":{:.5},\"proxy\":{:.5}}}}},",
             "\"bench_mode\":{}}}\n"
         ),
         n_small,
@@ -430,6 +487,11 @@ fn main() {
             ),
             _ => "null".to_string(),
         },
+        n_piped,
+        runs,
+        piped[0],
+        piped[1],
+        piped[2],
         bench
     );
     if bench {
