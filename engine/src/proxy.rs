@@ -149,11 +149,13 @@ impl PendingSet {
             step(&mut self.tasks);
         }
         match Self::key(p) {
+            Some(k) if add => *self.calls.entry(k).or_insert(0) += 1,
             Some(k) => {
-                let n = self.calls.entry(k.clone()).or_insert(0);
-                step(n);
-                if *n == 0 {
-                    self.calls.remove(&k);
+                if let Some(n) = self.calls.get_mut(&k) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.calls.remove(&k);
+                    }
                 }
             }
             None => {
