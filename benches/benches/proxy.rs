@@ -90,20 +90,16 @@ impl Peer {
     }
 
     /// Send one request and count the bytes of its response line (not kept).
-    fn call_counting(&mut self, line: &[u8]) -> (usize, Vec<u8>) {
+    fn call_counting(&mut self, line: &[u8]) -> usize {
         self.send(line);
         let mut n = 0usize;
-        let mut head = Vec::new();
         loop {
             let buf = self.stdout.fill_buf().expect("read");
             assert!(!buf.is_empty(), "the response line ended early");
-            if head.len() < 256 {
-                head.extend_from_slice(buf.get(..(256 - head.len()).min(buf.len())).unwrap_or(&[]));
-            }
             if let Some(i) = buf.iter().position(|&b| b == b'\n') {
                 n += i;
                 self.stdout.consume(i + 1);
-                return (n, head);
+                return n;
             }
             let len = buf.len();
             n += len;
@@ -216,25 +212,39 @@ fn latencies(peers: &mut [&mut Peer], n: usize, expect: &[u8]) -> Vec<Latency> {
         .collect()
 }
 
-/// `runs` big round trips on each peer, the peers in turn; per peer the
-/// median seconds, the response's bytes and its head.
-fn bigs(peers: &mut [&mut Peer], runs: usize) -> Vec<(f64, usize, Vec<u8>)> {
+/// `runs` rounds of `trial` (seconds, and what it saw) on each peer, the
+/// peers in turn; per peer the median seconds and the last round's result.
+fn in_turns<T: Default + Clone>(
+    peers: &mut [&mut Peer],
+    runs: usize,
+    mut trial: impl FnMut(&mut Peer, u64) -> (f64, T),
+) -> Vec<(f64, T)> {
     let mut secs = vec![Vec::with_capacity(runs); peers.len()];
-    let mut last = vec![(0, Vec::new()); peers.len()];
+    let mut last = vec![T::default(); peers.len()];
     for i in 0..runs as u64 {
         for ((p, s), l) in peers.iter_mut().zip(secs.iter_mut()).zip(last.iter_mut()) {
-            let t = Instant::now();
-            *l = p.call_counting(&big_call(5_000_000 + i));
-            s.push(t.elapsed().as_secs_f64());
+            let (t, seen) = trial(p, i);
+            s.push(t);
+            *l = seen;
         }
     }
     secs.into_iter()
         .zip(last)
-        .map(|(mut s, (n, head))| {
+        .map(|(mut s, seen)| {
             s.sort_by(f64::total_cmp);
-            (s[s.len() / 2], n, head)
+            (s[s.len() / 2], seen)
         })
         .collect()
+}
+
+/// `runs` big round trips on each peer, in turns; per peer the median
+/// seconds and the response's bytes.
+fn bigs(peers: &mut [&mut Peer], runs: usize) -> Vec<(f64, usize)> {
+    in_turns(peers, runs, |p, i| {
+        let t = Instant::now();
+        let n = p.call_counting(&big_call(5_000_000 + i));
+        (t.elapsed().as_secs_f64(), n)
+    })
 }
 
 /// Run `f` with this thread, and so every process it starts, on one CPU
@@ -334,27 +344,17 @@ fn main() {
     let [lat_alone, lat_relay, lat_proxy] = &lat[..] else {
         unreachable!("three peers")
     };
-    // The big result through all four.
     // Many small calls in flight at once: the server alone, behind the relay,
     // behind the proxy, in turns.
-    let mut piped: Vec<Vec<f64>> = (0..3).map(|_| Vec::with_capacity(runs)).collect();
-    for r in 0..runs as u64 {
-        for (p, t) in [&mut alone, &mut relay, &mut prox]
-            .into_iter()
-            .zip(piped.iter_mut())
-        {
-            t.push(p.pipelined(n_piped, 10_000_000 + r * n_piped as u64));
-        }
-    }
-    let piped: Vec<f64> = piped
-        .into_iter()
-        .map(|mut t| {
-            t.sort_by(f64::total_cmp);
-            t[t.len() / 2]
-        })
-        .collect();
+    let piped: Vec<f64> = in_turns(&mut [&mut alone, &mut relay, &mut prox], runs, |p, r| {
+        (p.pipelined(n_piped, 10_000_000 + r * n_piped as u64), ())
+    })
+    .into_iter()
+    .map(|(t, ())| t)
+    .collect();
+    // The big result through all four.
     let big = bigs(&mut [&mut alone, &mut relay, &mut prox, &mut open], runs);
-    let [(t_alone, bytes_alone, _), (t_relay, bytes_relay, _), (t_cut, bytes_cut, _), (t_open, bytes_open, _)] =
+    let [(t_alone, bytes_alone), (t_relay, bytes_relay), (t_cut, bytes_cut), (t_open, bytes_open)] =
         big[..]
     else {
         unreachable!("four peers")
