@@ -548,23 +548,28 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
         L.append(f"Small `tools/call` round trips ({proxy['small_round_trips']} a peer, after 50 warm-up calls; "
                  "a ~140-byte result that passes unchanged):")
         L.append("")
-        L.append("| | p50 | p99 | mean |")
-        L.append("|---|---:|---:|---:|")
-        L.append(f"| server alone | {lat_a['p50']:.1f} µs | {lat_a['p99']:.1f} µs | {lat_a['mean']:.1f} µs |")
-        if lat_r:
-            L.append(f"| behind the plain relay | {lat_r['p50']:.1f} µs | {lat_r['p99']:.1f} µs | {lat_r['mean']:.1f} µs |")
-        L.append(f"| through the proxy | {lat_p['p50']:.1f} µs | {lat_p['p99']:.1f} µs | {lat_p['mean']:.1f} µs |")
-        def added(key, base):
+        def lat_row(label, l):
+            return f"| {label} | {l['p50']:.1f} µs | {l['p99']:.1f} µs | {l['mean']:.1f} µs |"
+
+        def added_row(label, how, top, base):
             # A difference of two percentiles, each from its own round trips:
             # where the tail is noise (the proxy's p99 below the other row's)
             # it says nothing about the proxy, so none is claimed.
-            d = lat_p[key] - base[key]
-            return f"{d:.1f} µs" if d >= 0 else "– (noise)"
-        L.append(f"| **added by the proxy** (proxy − server alone) | **{added('p50', lat_a)}** | "
-                 f"**{added('p99', lat_a)}** | {added('mean', lat_a)} |")
+            def cell(key):
+                d = top[key] - base[key]
+                text = f"{d:.1f} µs" if d >= 0 else "– (noise)"
+                return text if key == "mean" else f"**{text}**"
+            return f"| **{label}** ({how}) | " + " | ".join(cell(k) for k in ("p50", "p99", "mean")) + " |"
+
+        L.append("| | p50 | p99 | mean |")
+        L.append("|---|---:|---:|---:|")
+        L.append(lat_row("server alone", lat_a))
         if lat_r:
-            L.append(f"| **added by the proxy's own work** (proxy − relay) | **{added('p50', lat_r)}** | "
-                     f"**{added('p99', lat_r)}** | {added('mean', lat_r)} |")
+            L.append(lat_row("behind the plain relay", lat_r))
+        L.append(lat_row("through the proxy", lat_p))
+        L.append(added_row("added by the proxy", "proxy − server alone", lat_p, lat_a))
+        if lat_r:
+            L.append(added_row("added by the proxy's own work", "proxy − relay", lat_p, lat_r))
         one = proxy.get("latency_one_cpu_us")
         if one:
             L.append("")
@@ -576,12 +581,8 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
             L.append("|---|---:|---:|---:|")
             for key, label in (("alone", "server alone"), ("relay", "behind the plain relay"),
                                ("proxy", "through the proxy")):
-                o = one[key]
-                L.append(f"| {label} | {o['p50']:.1f} µs | {o['p99']:.1f} µs | {o['mean']:.1f} µs |")
-            d = {k: one["proxy"][k] - one["relay"][k] for k in ("p50", "p99", "mean")}
-            L.append("| **the proxy's own work** (proxy − relay) | " + " | ".join(
-                (f"**{d[k]:.1f} µs**" if k != "mean" else f"{d[k]:.1f} µs") if d[k] >= 0 else "– (noise)"
-                for k in ("p50", "p99", "mean")) + " |")
+                L.append(lat_row(label, one[key]))
+            L.append(added_row("the proxy's own work", "proxy − relay", one["proxy"], one["relay"]))
         piped = proxy.get("pipelined")
         if piped:
             L.append("")
