@@ -155,6 +155,22 @@ struct Skip {
     one: bool,
 }
 
+/// Where the span [`Tokenizer::next`] just returned stopped, when the next
+/// call needs no scan: at its string's closing quote (the quote is the next
+/// byte), or at its number's terminator (seen, not consumed). The next call
+/// then ends the value at once, in the small inlined part of `next`, which
+/// spares a kept string or number (two tokens: its span, then its end) one
+/// trip through the whole machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    /// Read on from `*pos`.
+    Scan,
+    /// `chunk[*pos]` is the closing quote of the string in progress.
+    Quote,
+    /// The number in progress ended before `chunk[*pos]`.
+    NumEnd,
+}
+
 /// [`Tokenizer::fast_skip`], compiled for the block level in use.
 struct SkipJob<'a, 'b> {
     lex: &'a mut Tokenizer,
@@ -1213,6 +1229,9 @@ pub struct Tokenizer {
     num_st: NumSt,
     lit: Lit,
     lit_pos: u8,
+    /// What the span just returned stopped at, for the next call to finish
+    /// at once (see [`Then`]).
+    then: Then,
 }
 
 impl Default for Tokenizer {
@@ -1225,12 +1244,17 @@ impl Tokenizer {
     /// A tokenizer refusing containers nested deeper than `max_nesting` (at least 1).
     pub fn new(max_nesting: u32) -> Tokenizer {
         let max_depth = max_nesting.max(1);
+        Tokenizer::with_stack(max_depth, Vec::with_capacity(max_depth as usize))
+    }
+
+    /// A fresh tokenizer around `stack` (empty), which needs no allocation.
+    fn with_stack(max_depth: u32, stack: Vec<bool>) -> Tokenizer {
         Tokenizer {
             state: State::Value,
             depth: 0,
             max_depth,
             short_numbers: true,
-            stack: Vec::with_capacity(max_depth as usize),
+            stack,
             base: 0,
             skip: None,
             ended: false,
@@ -1261,19 +1285,17 @@ impl Tokenizer {
             num_st: NumSt::Int,
             lit: Lit::Null,
             lit_pos: 0,
+            then: Then::Scan,
         }
     }
 
     /// Back to the start of a new document, keeping the allocation.
     pub fn reset(&mut self) {
-        let max = self.max_depth;
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
-        *self = Tokenizer {
-            stack,
-            count_chars: self.count_chars,
-            ..Tokenizer::new(max)
-        };
+        let count_chars = self.count_chars;
+        *self = Tokenizer::with_stack(self.max_depth, stack);
+        self.count_chars = count_chars;
     }
 
     /// Open containers at this point.
@@ -1494,6 +1516,7 @@ impl Tokenizer {
     #[inline]
     pub fn take_plain_into(&mut self, chunk: &[u8], dst: &mut Vec<u8>) -> usize {
         if self.state != State::Str
+            || self.then != Then::Scan
             || self.in_key
             || !self.keep
             || self.decode_key
@@ -1535,7 +1558,33 @@ impl Tokenizer {
     }
 
     /// Pull the next token from `chunk`, starting at `*pos`.
+    #[inline]
     pub fn next(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Tok, Error> {
+        match std::mem::replace(&mut self.then, Then::Scan) {
+            Then::Scan => {}
+            Then::Quote => {
+                *pos += 1;
+                if let Some(t) = self.end_string() {
+                    return Ok(t);
+                }
+            }
+            Then::NumEnd => {
+                let emit = self.skip.is_none();
+                let skipped = self.value_done();
+                if emit {
+                    return Ok(Tok::NumEnd);
+                }
+                if let Some(t) = skipped {
+                    return Ok(t);
+                }
+            }
+        }
+        self.next_in(chunk, pos)
+    }
+
+    /// [`Self::next`] past its inlined start: the whole machine.
+    #[inline(never)]
+    fn next_in(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Tok, Error> {
         if self.ended {
             return Err(self.err(ErrorKind::Misuse, *pos));
         }
@@ -1866,6 +1915,7 @@ impl Tokenizer {
                     if f.quote {
                         if self.keep && i > start {
                             *pos = i;
+                            self.then = Then::Quote;
                             return Ok(Some(Tok::StrSpan(start, i)));
                         }
                         *pos = i + 1;
@@ -1939,6 +1989,7 @@ impl Tokenizer {
                     1 => {
                         if self.keep && i > start {
                             *pos = i;
+                            self.then = Then::Quote;
                             return Ok(Some(Tok::StrSpan(start, i)));
                         }
                         *pos = i + 1;
@@ -2467,6 +2518,7 @@ impl Tokenizer {
                     self.num_st = st;
                     if emit && i > start {
                         *pos = i;
+                        self.then = Then::NumEnd;
                         return Ok(Some(Tok::NumSpan(start, i)));
                     }
                     *pos = i;
@@ -2508,6 +2560,8 @@ impl Tokenizer {
     /// Announce the end of input; call repeatedly until [`Tok::Eof`] (or an error).
     /// May first return `NumEnd` (and `Skipped`) for a top-level number.
     pub fn next_eof(&mut self) -> Result<Tok, Error> {
+        // A quote or terminator left in the last chunk is not read now.
+        self.then = Then::Scan;
         if self.state == State::Num {
             let st = self.num_st;
             if st.can_end() {
