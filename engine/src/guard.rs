@@ -322,6 +322,8 @@ pub struct Guard {
     modern_capture: bool,
     top: TopArg,
     top_key: Vec<u8>,
+    /// The last key, copied out of the tokenizer (see `step`).
+    key: Vec<u8>,
     num_start: Option<u64>,
     num: Vec<u8>,
     early: Option<GuardVerdict>,
@@ -366,6 +368,7 @@ impl Guard {
             modern_capture: false,
             top: TopArg::default(),
             top_key: Vec::new(),
+            key: Vec::new(),
             num_start: None,
             num: Vec::new(),
             early: None,
@@ -620,7 +623,11 @@ impl Guard {
         let in_args = self.args_start.is_some() && self.args_bytes.is_none();
         match tok {
             Tok::StrEnd if self.lex.after_key() => {
-                let key = self.lex.key().to_vec();
+                // The key, copied into a buffer kept from line to line (the
+                // tokenizer's own is borrowed from `self.lex`).
+                let mut key = std::mem::take(&mut self.key);
+                key.clear();
+                key.extend_from_slice(self.lex.key());
                 let complete = !self.lex.key_overflowed();
                 if in_args {
                     if let Some(f) = self.frames.last_mut() {
@@ -632,15 +639,18 @@ impl Guard {
                         self.note(M::StrChars, self.lex.string_chars());
                         self.path.push_key(&key, complete);
                         if self.frames.len() == 1 {
-                            self.top_key = key;
+                            self.top_key.clear();
+                            self.top_key.extend_from_slice(&key);
                         }
                     }
+                    self.key = key;
                     return;
                 }
                 // Outside the arguments: decide what to look at.
                 let depth = self.lex.depth();
                 self.expect = Expect::None;
-                match (depth, key.as_slice()) {
+                let outside = key.as_slice();
+                match (depth, outside) {
                     (1, b"params") => self.expect = Expect::Params,
                     (2, b"name") if self.params_open => self.expect = Expect::Name,
                     (2, b"arguments") if self.params_open => self.expect = Expect::Args,
@@ -650,6 +660,7 @@ impl Guard {
                     }
                     _ => self.lex.skip_one(depth),
                 }
+                self.key = key;
                 self.top_key.clear();
             }
             Tok::BeginObject | Tok::BeginArray => {
@@ -808,12 +819,14 @@ impl Guard {
     }
 
     fn top_string(&mut self, len: u64) {
-        let k = String::from_utf8_lossy(&self.top_key).into_owned();
-        let is_query = QUERY_NAMES.contains(&k.as_str())
+        // Borrowed unless the key needs mending: most are not query names.
+        let k = String::from_utf8_lossy(&self.top_key);
+        let is_query = QUERY_NAMES.contains(&k.as_ref())
             || self
                 .row()
-                .is_some_and(|r| r.query_params.iter().any(|q| q == &k));
+                .is_some_and(|r| r.query_params.iter().any(|q| *q == k));
         if is_query {
+            let k = k.into_owned();
             self.top.queries.push((k, len > 0));
         }
     }
@@ -828,8 +841,9 @@ impl Guard {
                 self.path.push_index(i);
             } else if self.frames.len() == 1 && self.top_key != b"limit" {
                 // A non-string, non-number top-level value: a query-like name still counts as present.
-                let k = String::from_utf8_lossy(&self.top_key).into_owned();
-                if QUERY_NAMES.contains(&k.as_str()) {
+                let k = String::from_utf8_lossy(&self.top_key);
+                if QUERY_NAMES.contains(&k.as_ref()) {
+                    let k = k.into_owned();
                     self.top.queries.push((k, false));
                 }
             }
