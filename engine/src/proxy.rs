@@ -266,14 +266,18 @@ impl Shared {
     fn treat_for(&self, id: &[u8], p: &Pending) -> (McpLimits, Treat) {
         let mut lim = self.cfg.limits;
         // A tasks/result carries the result of the task's tool: same treatment.
+        // Borrowed for the lookups; copied once, into the treatment.
+        let task_tool;
         let tool = match &p.method {
-            Method::ToolsCall(name) => Some(name.clone()),
-            Method::TasksResult(task) => lock(&self.tasks).get(task).cloned(),
+            Method::ToolsCall(name) => Some(name.as_str()),
+            Method::TasksResult(task) => {
+                task_tool = lock(&self.tasks).get(task).cloned();
+                task_tool.as_deref()
+            }
             _ => None,
         };
         match (&p.method, tool) {
             (Method::ToolsCall(_) | Method::TasksResult(_), Some(name)) => {
-                let name = &name;
                 let facts = lock(&self.tools).get(name).copied().unwrap_or_default();
                 let mut typed = facts.typed;
                 let mut read_only = facts.read_only;
@@ -291,7 +295,7 @@ impl Shared {
                 (
                     lim,
                     Treat::ToolResult(CallInfo {
-                        tool: Some(name.clone()),
+                        tool: Some(name.to_string()),
                         typed,
                         read_only,
                         request_id: Some(id.to_vec()),
@@ -813,6 +817,13 @@ impl ScalarProbe {
         ScalarProbe::new(&[b"result", b"task", b"taskId"])
     }
 
+    /// Ready for the next line, keeping the walker's buffers.
+    fn reset(&mut self) {
+        self.walker.reset();
+        self.value = None;
+        self.failed = false;
+    }
+
     fn feed(&mut self, bytes: &[u8]) {
         if self.failed || self.value.is_some() {
             return;
@@ -1125,7 +1136,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         }
         line_out.clear();
         look.clear();
-        probe = ScalarProbe::id();
+        probe.reset();
         tools_probe = None;
         task_probe = None;
         started = false;
