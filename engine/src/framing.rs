@@ -74,6 +74,13 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// Whether bytes already read wait in the buffer: the next
+    /// [`Self::next_piece`] returns without reading (so without blocking).
+    /// A writer that batches its output flushes when this turns false.
+    pub fn buffered(&self) -> bool {
+        self.start < self.end
+    }
+
     /// The next piece. After `Eof` it keeps returning `Eof { partial: false }`.
     pub fn next_piece(&mut self) -> std::io::Result<Piece<'_>> {
         if self.start == self.end {

@@ -454,10 +454,12 @@ fn set_fact(field: &mut Vec<u8>, raw: &[u8]) {
 /// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
 /// by asking the server itself (every page), so the typed-success rule holds
 /// even for a client that never lists tools. Waits at most `TOOLS_WAIT`.
-fn ensure_tools(shared: &Shared, server_in: &mut Option<ChildStdin>, version: &[u8]) {
+fn ensure_tools(shared: &Shared, to_server: &mut ToServer, version: &[u8]) {
     if lock(&shared.tools_state).known {
         return;
     }
+    // The proxy's own tools/list goes after what came before it.
+    to_server.flush();
     let deadline = Instant::now() + TOOLS_WAIT;
     let mut cursor: Option<Vec<u8>> = None;
     for page in 0..100u32 {
@@ -490,8 +492,8 @@ fn ensure_tools(shared: &Shared, server_in: &mut Option<ChildStdin>, version: &[
                 task: false,
             },
         );
-        let Some(si) = server_in.as_mut() else { break };
-        if si.write_all(&line).and_then(|_| si.flush()).is_err() {
+        to_server.write(&line);
+        if to_server.pipe.is_none() {
             break;
         }
         let mut st = lock(&shared.tools_state);
@@ -540,7 +542,10 @@ fn client_to_server<R: Read>(
     child: &Mutex<Child>,
 ) {
     let mut reader = LineReader::new(input);
-    let mut server_in = Some(server_in);
+    let mut to_server = ToServer {
+        pipe: Some(server_in),
+        batch: Vec::with_capacity(OUT_BATCH),
+    };
     let mut walker = Walker::new();
     let mut facts = RequestFacts::default();
     let mut sniff_ok = true;
@@ -552,14 +557,11 @@ fn client_to_server<R: Read>(
     let mut held: Vec<u8> = Vec::new();
     let mut decided: Option<bool> = None;
     let mut refused: Option<()> = None;
-    let write_server = |server_in: &mut Option<ChildStdin>, bytes: &[u8]| {
-        if let Some(si) = server_in.as_mut() {
-            if si.write_all(bytes).is_err() {
-                *server_in = None;
-            }
-        }
-    };
     loop {
+        if !reader.buffered() {
+            // Nothing more to read without waiting: what is batched goes now.
+            to_server.flush();
+        }
         let piece = match reader.next_piece() {
             Ok(p) => p,
             Err(e) => {
@@ -615,10 +617,10 @@ fn client_to_server<R: Read>(
                     }
                     Some(false) => {
                         if !held.is_empty() {
-                            write_server(&mut server_in, &held);
+                            to_server.write(&held);
                             held.clear();
                         }
-                        write_server(&mut server_in, bytes);
+                        to_server.write(bytes);
                     }
                     _ if refused.is_some() => {}
                     None if held.len() + bytes.len() > hold_cap as usize => {
@@ -628,9 +630,9 @@ fn client_to_server<R: Read>(
                             "a request line with no method in its first bytes was passed unchecked",
                         );
                         decided = Some(false);
-                        write_server(&mut server_in, &held);
+                        to_server.write(&held);
                         held.clear();
-                        write_server(&mut server_in, bytes);
+                        to_server.write(bytes);
                     }
                     _ => held.extend_from_slice(bytes),
                 }
@@ -694,17 +696,13 @@ fn client_to_server<R: Read>(
                             }
                         }
                         if is_call {
-                            ensure_tools(shared, &mut server_in, &facts.version);
+                            ensure_tools(shared, &mut to_server, &facts.version);
                         }
                         register(shared, &facts);
-                        // The line and its newline in one write (see `PASS_PIECE`).
+                        // The line and its newline in one write (see `PASS_PIECE`),
+                        // with the lines after it while more are read at once.
                         held.push(b'\n');
-                        write_server(&mut server_in, &held);
-                        if let Some(si) = server_in.as_mut() {
-                            if si.flush().is_err() {
-                                server_in = None;
-                            }
-                        }
+                        to_server.line(&held);
                     }
                 }
                 held.clear();
@@ -721,7 +719,8 @@ fn client_to_server<R: Read>(
         }
     }
     // Client EOF: close the server's stdin, give it a moment, then end it.
-    drop(server_in);
+    to_server.flush();
+    drop(to_server);
     let deadline = Instant::now() + shared.cfg.grace;
     loop {
         let mut c = lock(child);
@@ -738,6 +737,50 @@ fn client_to_server<R: Read>(
             Ok(None) => {
                 drop(c);
                 std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// The server's stdin, with the whole request lines batched for it (as the
+/// answers for the client are, see [`OUT_BATCH`]): written when no more
+/// input waits to be read, when the batch is full, and before anything
+/// written on its own (a long line streamed on, the proxy's own
+/// `tools/list`). `pipe` is `None` once a write failed.
+struct ToServer {
+    pipe: Option<ChildStdin>,
+    batch: Vec<u8>,
+}
+
+impl ToServer {
+    /// A whole line, newline included, to go with the batch.
+    fn line(&mut self, bytes: &[u8]) {
+        self.batch.extend_from_slice(bytes);
+        if self.batch.len() >= OUT_BATCH {
+            self.flush();
+        }
+    }
+
+    /// Bytes written at once, after the batch.
+    fn write(&mut self, bytes: &[u8]) {
+        self.flush();
+        self.raw(bytes);
+    }
+
+    /// Write the batch.
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let batch = std::mem::take(&mut self.batch);
+            self.raw(&batch);
+            self.batch = batch;
+            self.batch.clear();
+        }
+    }
+
+    fn raw(&mut self, bytes: &[u8]) {
+        if let Some(si) = self.pipe.as_mut() {
+            if si.write_all(bytes).and_then(|_| si.flush()).is_err() {
+                self.pipe = None;
             }
         }
     }
@@ -945,7 +988,13 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut in_bytes: u64 = 0;
     let mut blank = true;
     let mut cur_treat = Treat::Pass;
+    // Whole lines for the client, written when the server has nothing more
+    // waiting to be read (see `OUT_BATCH`).
+    let mut batch: Vec<u8> = Vec::with_capacity(OUT_BATCH);
     loop {
+        if !batch.is_empty() && !reader.buffered() {
+            send_batch(shared, &mut batch);
+        }
         let piece = match reader.next_piece() {
             Ok(p) => p,
             Err(e) => {
@@ -1025,6 +1074,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         {
             if !streaming_out {
                 shared.log(LogLevel::Debug, "streaming a long pass-through line");
+                send_batch(shared, &mut batch);
             }
             streaming_out = true;
             let _ = lock(&shared.client_out).write_all(&line_out);
@@ -1045,6 +1095,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 .map(<[u8]>::to_vec)
                 .or_else(|| probe.value.clone());
             if let Some(e) = failed.take() {
+                send_batch(shared, &mut batch);
                 line_out.clear();
                 if streaming_out {
                     // Bytes already went out: end the line so the client's framing survives.
@@ -1084,8 +1135,11 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     }
                 }
                 if !own {
-                    line_out.push(b'\n');
-                    let _ = shared.send_client(&line_out);
+                    batch.extend_from_slice(&line_out);
+                    batch.push(b'\n');
+                    if batch.len() >= OUT_BATCH {
+                        send_batch(shared, &mut batch);
+                    }
                 }
                 if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
                     if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
@@ -1146,6 +1200,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         in_bytes = 0;
         blank = true;
     }
+    send_batch(shared, &mut batch);
     // The server is gone: answer everything still pending.
     let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
     for (id, p) in pending {
@@ -1164,6 +1219,25 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         let _ = shared.send_client(&line);
     }
     outcome
+}
+
+/// The most whole lines are batched to, each way. While more input than one
+/// line waits in the read buffer (many calls in flight), the lines the proxy
+/// has finished go out together, one write for many, instead of one write
+/// (and one wake-up of the reader) each; as soon as nothing more waits to be
+/// read, whatever is batched is written, so a lone message waits for
+/// nothing. 20 000 small calls written at once went through at about
+/// 240 000 calls/s with a write a line, 425 000 with this, 447 000 with
+/// 64 KiB (`docs/proxy.md`); the smaller batch keeps what the first call of
+/// a burst waits for the rest of it to be read to a quarter.
+const OUT_BATCH: usize = 16 << 10;
+
+/// Write the batched answers to the client, in one write.
+fn send_batch(shared: &Shared, batch: &mut Vec<u8>) {
+    if !batch.is_empty() {
+        let _ = shared.send_client(batch);
+        batch.clear();
+    }
 }
 
 fn begin(shared: &Shared, proj: &mut Projector, treat: &Treat) {

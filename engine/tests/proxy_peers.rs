@@ -208,6 +208,33 @@ fn parallel_calls_with_different_budgets_and_the_id_last() {
     }
 }
 
+/// Hundreds of calls in flight at once, as a busy agent sends them: the proxy
+/// batches the lines it has already read into one write each way (requests
+/// to the server, answers to the client). Every answer must still come back,
+/// to its own call, exactly as the server sent it.
+#[test]
+fn hundreds_of_calls_in_flight_come_back_whole_and_matched() {
+    let calls: Vec<Value> = (0..400)
+        .map(|i| {
+            if i % 5 == 0 {
+                json!({"name":"get-sum","arguments":{"a": i, "b": 0.5}})
+            } else {
+                json!({"name":"echo","arguments":{"message": format!("call {i}: {}", "x".repeat(i % 97))}})
+            }
+        })
+        .collect();
+    let ev = everything_cmd();
+    let direct = ts_client(&json!({"command": ev, "calls": calls, "parallel": true}));
+    let via = ts_client(&json!({"command": proxied(&[], &ev), "calls": calls, "parallel": true}));
+    assert_eq!(direct.len(), 400);
+    assert_eq!(via.len(), 400);
+    for (i, (d, v)) in direct.iter().zip(&via).enumerate() {
+        assert_eq!(d["ok"], true, "{i}: {d}");
+        assert_eq!(d, v, "call {i} must come back as the server sent it");
+    }
+    assert!(text(&via[7]["result"], 0).starts_with("Echo: call 7: xxxxxxx"));
+}
+
 #[test]
 fn server_crash_mid_response_ends_cleanly() {
     let log = tmpdir("crash").join("server.log");
