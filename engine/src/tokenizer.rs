@@ -1569,12 +1569,7 @@ impl Tokenizer {
                 }
             }
             Then::NumEnd => {
-                let emit = self.skip.is_none();
-                let skipped = self.value_done();
-                if emit {
-                    return Ok(Tok::NumEnd);
-                }
-                if let Some(t) = skipped {
+                if let Some(t) = self.end_number() {
                     return Ok(t);
                 }
             }
@@ -1766,6 +1761,19 @@ impl Tokenizer {
         self.base += chunk.len() as u64;
         *pos = chunk.len();
         Tok::NeedMore
+    }
+
+    /// A number ended (its terminator seen, or the input's end): its
+    /// `NumEnd`, or while skipping the `Skipped` that ends a `skip_one`, or
+    /// nothing.
+    fn end_number(&mut self) -> Option<Tok> {
+        let emit = self.skip.is_none();
+        let skipped = self.value_done();
+        if emit {
+            Some(Tok::NumEnd)
+        } else {
+            skipped
+        }
     }
 
     /// The closing quote of a string was consumed.
@@ -2522,8 +2530,7 @@ impl Tokenizer {
                         return Ok(Some(Tok::NumSpan(start, i)));
                     }
                     *pos = i;
-                    let skipped = self.value_done();
-                    return Ok(if emit { Some(Tok::NumEnd) } else { skipped });
+                    return Ok(self.end_number());
                 }
                 _ => return Err(self.err(ErrorKind::InvalidNumber, i)),
             };
@@ -2562,17 +2569,9 @@ impl Tokenizer {
     pub fn next_eof(&mut self) -> Result<Tok, Error> {
         // A quote or terminator left in the last chunk is not read now.
         self.then = Then::Scan;
-        if self.state == State::Num {
-            let st = self.num_st;
-            if st.can_end() {
-                let emit = self.skip.is_none();
-                let skipped = self.value_done();
-                if emit {
-                    return Ok(Tok::NumEnd);
-                }
-                if let Some(t) = skipped {
-                    return Ok(t);
-                }
+        if self.state == State::Num && self.num_st.can_end() {
+            if let Some(t) = self.end_number() {
+                return Ok(t);
             }
         }
         if self.state == State::Done {
