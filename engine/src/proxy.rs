@@ -753,11 +753,17 @@ struct ToServer {
 }
 
 impl ToServer {
-    /// A whole line, newline included, to go with the batch.
+    /// A whole line, newline included, to go with the batch; a line too
+    /// long to batch is written at once (never copied into the batch, which
+    /// stays at most [`OUT_BATCH`]).
     fn line(&mut self, bytes: &[u8]) {
-        self.batch.extend_from_slice(bytes);
-        if self.batch.len() >= OUT_BATCH {
+        if self.batch.len() + bytes.len() > OUT_BATCH {
             self.flush();
+        }
+        if bytes.len() >= OUT_BATCH {
+            self.raw(bytes);
+        } else {
+            self.batch.extend_from_slice(bytes);
         }
     }
 
@@ -1135,10 +1141,15 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     }
                 }
                 if !own {
-                    batch.extend_from_slice(&line_out);
-                    batch.push(b'\n');
-                    if batch.len() >= OUT_BATCH {
+                    line_out.push(b'\n');
+                    if batch.len() + line_out.len() > OUT_BATCH {
                         send_batch(shared, &mut batch);
+                    }
+                    if line_out.len() >= OUT_BATCH {
+                        // Too long to batch: written from where it is.
+                        let _ = shared.send_client(&line_out);
+                    } else {
+                        batch.extend_from_slice(&line_out);
                     }
                 }
                 if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
