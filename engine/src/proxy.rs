@@ -544,7 +544,7 @@ fn client_to_server<R: Read>(
     let mut reader = LineReader::new(input);
     let mut to_server = ToServer {
         pipe: Some(server_in),
-        batch: Vec::with_capacity(OUT_BATCH),
+        batch: LineBatch::new(),
     };
     let mut walker = Walker::new();
     let mut facts = RequestFacts::default();
@@ -743,51 +743,40 @@ fn client_to_server<R: Read>(
 }
 
 /// The server's stdin, with the whole request lines batched for it (as the
-/// answers for the client are, see [`OUT_BATCH`]): written when no more
+/// answers for the client are, see [`LineBatch`]): written when no more
 /// input waits to be read, when the batch is full, and before anything
 /// written on its own (a long line streamed on, the proxy's own
 /// `tools/list`). `pipe` is `None` once a write failed.
 struct ToServer {
     pipe: Option<ChildStdin>,
-    batch: Vec<u8>,
+    batch: LineBatch,
 }
 
 impl ToServer {
-    /// A whole line, newline included, to go with the batch; a line too
-    /// long to batch is written at once (never copied into the batch, which
-    /// stays at most [`OUT_BATCH`]).
+    /// A whole line, newline included, to go with the batch.
     fn line(&mut self, bytes: &[u8]) {
-        if self.batch.len() + bytes.len() > OUT_BATCH {
-            self.flush();
-        }
-        if bytes.len() >= OUT_BATCH {
-            self.raw(bytes);
-        } else {
-            self.batch.extend_from_slice(bytes);
-        }
+        let pipe = &mut self.pipe;
+        self.batch.line(bytes, |b| write_pipe(pipe, b));
     }
 
     /// Bytes written at once, after the batch.
     fn write(&mut self, bytes: &[u8]) {
         self.flush();
-        self.raw(bytes);
+        write_pipe(&mut self.pipe, bytes);
     }
 
     /// Write the batch.
     fn flush(&mut self) {
-        if !self.batch.is_empty() {
-            let batch = std::mem::take(&mut self.batch);
-            self.raw(&batch);
-            self.batch = batch;
-            self.batch.clear();
-        }
+        let pipe = &mut self.pipe;
+        self.batch.flush(|b| write_pipe(pipe, b));
     }
+}
 
-    fn raw(&mut self, bytes: &[u8]) {
-        if let Some(si) = self.pipe.as_mut() {
-            if si.write_all(bytes).and_then(|_| si.flush()).is_err() {
-                self.pipe = None;
-            }
+/// Write `bytes` to the server's stdin; forget the pipe once a write fails.
+fn write_pipe(pipe: &mut Option<ChildStdin>, bytes: &[u8]) {
+    if let Some(si) = pipe.as_mut() {
+        if si.write_all(bytes).and_then(|_| si.flush()).is_err() {
+            *pipe = None;
         }
     }
 }
@@ -995,11 +984,14 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut blank = true;
     let mut cur_treat = Treat::Pass;
     // Whole lines for the client, written when the server has nothing more
-    // waiting to be read (see `OUT_BATCH`).
-    let mut batch: Vec<u8> = Vec::with_capacity(OUT_BATCH);
+    // waiting to be read (see `LineBatch`).
+    let mut batch = LineBatch::new();
+    let send = |b: &[u8]| {
+        let _ = shared.send_client(b);
+    };
     loop {
-        if !batch.is_empty() && !reader.buffered() {
-            send_batch(shared, &mut batch);
+        if !reader.buffered() {
+            batch.flush(send);
         }
         let piece = match reader.next_piece() {
             Ok(p) => p,
@@ -1080,7 +1072,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         {
             if !streaming_out {
                 shared.log(LogLevel::Debug, "streaming a long pass-through line");
-                send_batch(shared, &mut batch);
+                batch.flush(send);
             }
             streaming_out = true;
             let _ = lock(&shared.client_out).write_all(&line_out);
@@ -1101,7 +1093,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 .map(<[u8]>::to_vec)
                 .or_else(|| probe.value.clone());
             if let Some(e) = failed.take() {
-                send_batch(shared, &mut batch);
+                batch.flush(send);
                 line_out.clear();
                 if streaming_out {
                     // Bytes already went out: end the line so the client's framing survives.
@@ -1142,15 +1134,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 }
                 if !own {
                     line_out.push(b'\n');
-                    if batch.len() + line_out.len() > OUT_BATCH {
-                        send_batch(shared, &mut batch);
-                    }
-                    if line_out.len() >= OUT_BATCH {
-                        // Too long to batch: written from where it is.
-                        let _ = shared.send_client(&line_out);
-                    } else {
-                        batch.extend_from_slice(&line_out);
-                    }
+                    batch.line(&line_out, send);
                 }
                 if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
                     if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
@@ -1211,7 +1195,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         in_bytes = 0;
         blank = true;
     }
-    send_batch(shared, &mut batch);
+    batch.flush(send);
     // The server is gone: answer everything still pending.
     let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
     for (id, p) in pending {
@@ -1243,11 +1227,35 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
 /// a burst waits for the rest of it to be read to a quarter.
 const OUT_BATCH: usize = 16 << 10;
 
-/// Write the batched answers to the client, in one write.
-fn send_batch(shared: &Shared, batch: &mut Vec<u8>) {
-    if !batch.is_empty() {
-        let _ = shared.send_client(batch);
-        batch.clear();
+/// Whole lines gathered for one write, each way (the server's stdin, the
+/// client's stdout); never more than [`OUT_BATCH`] bytes.
+struct LineBatch(Vec<u8>);
+
+impl LineBatch {
+    fn new() -> LineBatch {
+        LineBatch(Vec::with_capacity(OUT_BATCH))
+    }
+
+    /// A whole line, newline included. One that would overflow the batch
+    /// writes it first; one too long to batch is written through `write`
+    /// from where it is, never copied.
+    fn line(&mut self, bytes: &[u8], mut write: impl FnMut(&[u8])) {
+        if self.0.len() + bytes.len() > OUT_BATCH {
+            self.flush(&mut write);
+        }
+        if bytes.len() >= OUT_BATCH {
+            write(bytes);
+        } else {
+            self.0.extend_from_slice(bytes);
+        }
+    }
+
+    /// Write what is batched, if anything.
+    fn flush(&mut self, mut write: impl FnMut(&[u8])) {
+        if !self.0.is_empty() {
+            write(&self.0);
+            self.0.clear();
+        }
     }
 }
 
