@@ -1569,7 +1569,7 @@ impl Tokenizer {
                 }
             }
             Then::NumEnd => {
-                if let Some(t) = self.end_number() {
+                if let Some(t) = self.end_scalar(Tok::NumEnd) {
                     return Ok(t);
                 }
             }
@@ -1763,14 +1763,14 @@ impl Tokenizer {
         Tok::NeedMore
     }
 
-    /// A number ended (its terminator seen, or the input's end): its
-    /// `NumEnd`, or while skipping the `Skipped` that ends a `skip_one`, or
-    /// nothing.
-    fn end_number(&mut self) -> Option<Tok> {
+    /// A number or literal ended (a number's terminator seen, or the
+    /// input's end; a literal's last byte): `tok` (its `NumEnd` or `Lit`), or
+    /// while skipping the `Skipped` that ends a `skip_one`, or nothing.
+    fn end_scalar(&mut self, tok: Tok) -> Option<Tok> {
         let emit = self.skip.is_none();
         let skipped = self.value_done();
         if emit {
-            Some(Tok::NumEnd)
+            Some(tok)
         } else {
             skipped
         }
@@ -2530,7 +2530,7 @@ impl Tokenizer {
                         return Ok(Some(Tok::NumSpan(start, i)));
                     }
                     *pos = i;
-                    return Ok(self.end_number());
+                    return Ok(self.end_scalar(Tok::NumEnd));
                 }
                 _ => return Err(self.err(ErrorKind::InvalidNumber, i)),
             };
@@ -2553,13 +2553,7 @@ impl Tokenizer {
             self.lit_pos += 1;
             if self.lit_pos as usize == text.len() {
                 *pos = i;
-                let emit = self.skip.is_none();
-                let skipped = self.value_done();
-                return Ok(if emit {
-                    Some(Tok::Lit(self.lit))
-                } else {
-                    skipped
-                });
+                return Ok(self.end_scalar(Tok::Lit(self.lit)));
             }
         }
     }
@@ -2570,7 +2564,7 @@ impl Tokenizer {
         // A quote or terminator left in the last chunk is not read now.
         self.then = Then::Scan;
         if self.state == State::Num && self.num_st.can_end() {
-            if let Some(t) = self.end_number() {
+            if let Some(t) = self.end_scalar(Tok::NumEnd) {
                 return Ok(t);
             }
         }
