@@ -2,6 +2,8 @@
 
 /// JSON-RPC parse error.
 pub const PARSE_ERROR: i32 = -32700;
+/// JSON-RPC invalid request (a message that is not a valid request).
+pub const INVALID_REQUEST: i32 = -32600;
 /// JSON-RPC invalid params.
 pub const INVALID_PARAMS: i32 = -32602;
 /// JSON-RPC internal error (used for a broken or vanished server response).

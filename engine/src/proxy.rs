@@ -557,6 +557,14 @@ fn client_to_server<R: Read>(
     let mut held: Vec<u8> = Vec::new();
     let mut decided: Option<bool> = None;
     let mut refused: Option<()> = None;
+    // A top-level `result` or `error` came before any `method`: the line is a
+    // response to one of the server's requests, never held for the guard.
+    let mut response = false;
+    // Some of the line has gone to the server (it streamed on).
+    let mut streamed = false;
+    // A line passed on as a response turned out to carry a `tools/call`
+    // method too: the rest of it is not forwarded (see `specs/request-guard.md`).
+    let mut cut = false;
     loop {
         if !reader.buffered() {
             // Nothing more to read without waiting: what is batched goes now.
@@ -594,12 +602,32 @@ fn client_to_server<R: Read>(
                             }
                         }
                     };
-                    if walker.feed(bytes, &mut decide_request, &mut on).is_err() {
+                    let mut decide = |path: &[Seg]| {
+                        if let [k] = path {
+                            if k.is(b"result") || k.is(b"error") {
+                                response = true;
+                            }
+                        }
+                        decide_request(path)
+                    };
+                    if walker.feed(bytes, &mut decide, &mut on).is_err() {
                         sniff_ok = false;
                     }
                 }
-                if decided.is_none() && !facts.method.is_empty() {
-                    decided = Some(facts.method == b"\"tools/call\"");
+                let is_call = facts.method == b"\"tools/call\"";
+                if decided.is_none() {
+                    if !facts.method.is_empty() {
+                        decided = Some(is_call);
+                    } else if response {
+                        decided = Some(false);
+                    }
+                } else if response && is_call && decided == Some(false) && !cut {
+                    cut = true;
+                    held.clear();
+                    shared.log(
+                        LogLevel::Warn,
+                        "a line sent on as a response carried a tools/call method after its result; the rest of it was not forwarded",
+                    );
                 }
                 if decided != Some(false) {
                     // The guard keeps measuring after a refusal, so the size it reports is exact.
@@ -609,6 +637,8 @@ fn client_to_server<R: Read>(
                     }
                 }
                 match decided {
+                    // Refused or cut: nothing more of this line goes on.
+                    _ if cut || refused.is_some() => {}
                     Some(false) if held.len() + bytes.len() <= PASS_PIECE => {
                         // A line that is not a call goes on in one write with its
                         // newline when it is short: a write the server reads
@@ -621,8 +651,8 @@ fn client_to_server<R: Read>(
                             held.clear();
                         }
                         to_server.write(bytes);
+                        streamed = true;
                     }
-                    _ if refused.is_some() => {}
                     None if held.len() + bytes.len() > hold_cap as usize => {
                         // No method yet after the request cap: this cannot be guarded; pass it on.
                         shared.log(
@@ -633,6 +663,7 @@ fn client_to_server<R: Read>(
                         to_server.write(&held);
                         held.clear();
                         to_server.write(bytes);
+                        streamed = true;
                     }
                     _ => held.extend_from_slice(bytes),
                 }
@@ -651,14 +682,35 @@ fn client_to_server<R: Read>(
                 };
                 let verdict = if is_call { guard.finish(&tool) } else { None };
                 let refused_early = refused.take().is_some();
+                cut |= response && is_call && decided == Some(false);
                 match verdict {
+                    _ if cut => {
+                        // Part of it may have gone on: end that line, so the
+                        // server reads one broken line and drops it.
+                        if streamed {
+                            to_server.line(b"\n");
+                        }
+                        if !facts.id.is_empty() {
+                            let mut line = Vec::with_capacity(256);
+                            jsonrpc::error_line(
+                                &mut line,
+                                Some(&facts.id),
+                                jsonrpc::INVALID_REQUEST,
+                                "resultbudget: the message carried a result or error before a tools/call method and was not forwarded",
+                            );
+                            line.push(b'\n');
+                            let _ = shared.send_client(&line);
+                        }
+                    }
                     None if refused_early => {
                         // Refused before its method was known, and not a call: it is gone.
                         shared.log(
                             LogLevel::Warn,
-                            "dropped a request that broke an argument cap before its method was known",
+                            "dropped a line that broke an argument cap before its method was known",
                         );
-                        if !facts.id.is_empty() {
+                        // Only a request of the client's is answered: a line with no
+                        // method answers the server, and its id is the server's.
+                        if !facts.id.is_empty() && !facts.method.is_empty() {
                             let mut line = Vec::with_capacity(256);
                             jsonrpc::error_line(
                                 &mut line,
@@ -707,6 +759,9 @@ fn client_to_server<R: Read>(
                 }
                 held.clear();
                 decided = None;
+                response = false;
+                streamed = false;
+                cut = false;
                 walker.reset();
                 guard.reset();
                 facts.clear();

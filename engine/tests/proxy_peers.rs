@@ -271,6 +271,109 @@ fn python_client_survives_a_server_crash() {
 }
 
 #[test]
+fn python_client_answers_a_sampling_request_larger_than_the_request_cap() {
+    // A client's answer to the server's own request is not a call: it is never held,
+    // guarded or refused, whatever its size (here 3 MB against the 2 MiB request cap).
+    let out = py_client(&json!({"command": proxied(&[], &pyserver_cmd()),
+        "mode": "legacy", "sampling_text_bytes": 3_000_000, "read_timeout": 30,
+        "calls":[{"name":"ask_client","arguments":{"prompt":"hi"}},
+                 {"name":"big_text","arguments":{"n_bytes": 5}}]}));
+    assert_eq!(out[0]["ok"], true, "{out:?}");
+    assert_eq!(
+        text(&out[0]["result"], 0),
+        "the client answered with 3000000 characters"
+    );
+    assert_eq!(text(&out[1]["result"], 0), "lorem");
+}
+
+#[test]
+fn answers_to_the_server_pass_and_only_calls_are_held() {
+    let dir = tmpdir("answers");
+    let log = dir.join("server.log");
+    let log_s = log.to_string_lossy().into_owned();
+    let mut s = Raw::spawn(
+        &proxied(&["--max-request-bytes", "6000"], &pyserver_cmd()),
+        &[("RB_SERVER_LOG", &log_s)],
+    );
+    s.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{"sampling":{}},
+        "clientInfo":{"name":"raw-test","version":"0"}}}),
+    );
+    let (r, _) = s.until_id(&Value::from("init"), 30);
+    assert!(r.get("result").is_some(), "{r}");
+    s.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    // The server asks the client; the answer (100 000 characters, over the 6 000-byte
+    // request cap) reaches it whole, written with `result` before `id` as well as after.
+    for (i, result_first) in [(1, false), (2, true)] {
+        s.send(&json!({"jsonrpc":"2.0","id":i,"method":"tools/call",
+            "params":{"name":"ask_client","arguments":{"prompt":"hi"}}}));
+        let ask = loop {
+            let v = s.next(30).expect("the server's sampling request");
+            if v["method"] == "sampling/createMessage" {
+                break v;
+            }
+        };
+        let result = json!({"role":"assistant","model":"m",
+            "content":{"type":"text","text":"s".repeat(100_000)}});
+        let line = if result_first {
+            format!(
+                "{{\"result\":{result},\"jsonrpc\":\"2.0\",\"id\":{}}}\n",
+                ask["id"]
+            )
+        } else {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{result}}}\n",
+                ask["id"]
+            )
+        };
+        s.send_raw(line.as_bytes());
+        let (r, _) = s.until_id(&Value::from(i), 30);
+        assert_eq!(
+            text(&r["result"], 0),
+            "the client answered with 100000 characters",
+            "{r}"
+        );
+    }
+    // A line that began as an answer and then names tools/call is not a call the guard
+    // has seen: what is left of it never reaches the server, and the client is told.
+    let pad = "p".repeat(100_000);
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{{\"pad\":\"{pad}\"}},\"method\":\"tools/call\",\"params\":{{\"name\":\"store\",\"arguments\":{{\"payload\":\"{}\"}}}}}}\n",
+        "x".repeat(9000)
+    );
+    s.send_raw(line.as_bytes());
+    let (r, _) = s.until_id(&Value::from(77), 30);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    // A line with no method that breaks the request cap before its `result` is
+    // dropped, and its id (the server's) is not answered to the client.
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":88,\"pad\":\"{}\",\"result\":{{}}}}\n",
+        "q".repeat(10_000)
+    );
+    s.send_raw(line.as_bytes());
+    s.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
+        "params":{"name":"store","arguments":{"payload":"after"}}}));
+    let (r, others) = s.until_id(&Value::from(3), 30);
+    assert_eq!(text(&r["result"], 0), "stored", "{r}");
+    assert!(others.iter().all(|o| o["id"] != 88), "{others:?}");
+    let _ = s.wait(20);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = seen.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "ask_client hi",
+            "ask_client answered 100000",
+            "ask_client hi",
+            "ask_client answered 100000",
+            "store 5"
+        ],
+        "{seen}"
+    );
+}
+
+#[test]
 fn modern_protocol_and_typed_rules_with_the_python_server() {
     // The Python SDK client and server speak 2026-07-28 (server/discover, resultType).
     let out = py_client(&json!({"command": proxied(&[], &pyserver_cmd()),

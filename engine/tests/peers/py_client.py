@@ -1,6 +1,8 @@
 """The official Python SDK client, driven by a JSON plan; prints one JSON array of results.
 
 Usage: python py_client.py PLAN.json   (plan: {"command": [...], "calls": [{"name": ..., "arguments": {...}}]})
+Optional: "mode" (the SDK's connection mode, e.g. "legacy"), "sampling_text_bytes" (answer the
+server's sampling requests with a text of that many bytes), "read_timeout" (seconds, 60).
 """
 
 import asyncio
@@ -9,6 +11,7 @@ import sys
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import CreateMessageResult, TextContent
 
 
 async def main() -> None:
@@ -16,8 +19,19 @@ async def main() -> None:
         plan = json.load(f)
     cmd = plan["command"]
     out = []
+    opts = {}
+    if "mode" in plan:
+        opts["mode"] = plan["mode"]
+    if "sampling_text_bytes" in plan:
+        n = plan["sampling_text_bytes"]
+
+        async def sample(_context, _params):
+            return CreateMessageResult(role="assistant", content=TextContent(type="text", text="s" * n), model="test")
+
+        opts["sampling_callback"] = sample
     try:
-        async with Client(StdioServerParameters(command=cmd[0], args=cmd[1:]), read_timeout_seconds=60) as c:
+        params = StdioServerParameters(command=cmd[0], args=cmd[1:])
+        async with Client(params, read_timeout_seconds=plan.get("read_timeout", 60), **opts) as c:
             for call in plan["calls"]:
                 try:
                     r = await c.call_tool(call["name"], call.get("arguments") or {})

@@ -4,16 +4,18 @@ Tools: `big_text` (untyped text of n bytes), `rows` (typed: structured list of n
 read-only), `mutate_rows` (typed, may change state), `list_things` / `search_things`
 (the list-versus-search pair), `crash` (writes half a response and dies), `add_late_tool`
 (adds the typed tool `late_rows` and sends `notifications/tools/list_changed`),
-`stdout_pipe_bytes` (the capacity of the pipe the server writes to, on Linux).
+`stdout_pipe_bytes` (the capacity of the pipe the server writes to, on Linux),
+`ask_client` (asks the client for a sampling message and reports how much came back).
 Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
 prove what never reached it.
 """
 
 import os
 import sys
+import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import SamplingMessage, TextContent, ToolAnnotations
 
 server = MCPServer("rb-test-server")
 # The SDK moves the protocol stream off fd 1 when it starts; keep a handle on the wire
@@ -100,6 +102,23 @@ def stdout_pipe_bytes() -> str:
     import fcntl
 
     return str(fcntl.fcntl(WIRE, fcntl.F_GETPIPE_SZ))
+
+
+@server.tool(structured_output=False)
+async def ask_client(prompt: str, ctx: Context) -> str:
+    """Ask the client for a sampling message (a request from the server, legacy
+    protocol) and report the length of the text it answered with."""
+    log(f"ask_client {prompt}")
+    with warnings.catch_warnings():
+        # Sampling is deprecated in 2026-07-28, and live in the generation before it.
+        warnings.simplefilter("ignore")
+        r = await ctx.session.create_message(
+            messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+            max_tokens=16,
+        )
+    text = r.content.text if isinstance(r.content, TextContent) else ""
+    log(f"ask_client answered {len(text)}")
+    return f"the client answered with {len(text)} characters"
 
 
 if __name__ == "__main__":
