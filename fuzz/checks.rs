@@ -27,7 +27,7 @@
 #![allow(dead_code)]
 
 use arbitrary::{Arbitrary, Unstructured};
-use resultbudget::guard::{ArgCaps, Guard, GuardVerdict};
+use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
@@ -2063,8 +2063,23 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
     let tool = cfg.tool();
     let mut env: Vec<Member<'_, 'a>> = vec![
         ("jsonrpc", Box::new(|g: &mut Gen| g.put(b"\"2.0\""))),
-        ("id", Box::new(|g: &mut Gen| g.number())),
-        ("method", Box::new(|g: &mut Gen| g.put(b"\"tools/call\""))),
+        (
+            "id",
+            Box::new(|g: &mut Gen| match g.pick(8) {
+                0 => g.string(),
+                1 => g.value(1),
+                _ => g.number(),
+            }),
+        ),
+        (
+            "method",
+            Box::new(|g: &mut Gen| match g.pick(8) {
+                0 => g.put(b"\"ping\""),
+                1 => g.put(b"\"tools\\/call\""),
+                2 => g.value(1),
+                _ => g.put(b"\"tools/call\""),
+            }),
+        ),
         (
             "params",
             Box::new(move |g: &mut Gen| {
@@ -2111,7 +2126,15 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
                     ));
                 }
                 for _ in 0..g.pick(3) {
-                    let k = ["task", "arguments", "name", "x"][g.pick(4) as usize];
+                    let k = [
+                        "task",
+                        "arguments",
+                        "name",
+                        "x",
+                        "requestId",
+                        "taskId",
+                        "_meta",
+                    ][g.pick(7) as usize];
                     p.push((k, Box::new(|g: &mut Gen| g.value(1))));
                 }
                 g.shuffle(&mut p);
@@ -2120,7 +2143,7 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
         ),
     ];
     if g.pick(8) == 0 {
-        let k = ["params", "extra"][g.pick(2) as usize];
+        let k = ["params", "extra", "result", "error", "method", "id"][g.pick(6) as usize];
         env.push((k, Box::new(|g: &mut Gen| g.value(1))));
     }
     g.shuffle(&mut env);
@@ -2133,6 +2156,64 @@ pub struct GuardRun {
     /// Whether any `feed` returned a verdict.
     pub early: Option<GuardVerdict>,
     pub verdict: Option<GuardVerdict>,
+    /// The facts read on the same walk.
+    pub facts: RequestFacts,
+}
+
+/// The slow twin of [`Guard::facts`]: the facts as the proxy's sniffer read
+/// them before the guard did, with a `Walker` that descends only where a fact
+/// can be and reports each scalar it captures.
+pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
+    use resultbudget::sniff::{Event, Seg, Walker, Want};
+    use std::cell::Cell;
+    const VERSION: &[u8] = b"io.modelcontextprotocol/protocolVersion";
+    let response = Cell::new(false);
+    let mut decide = |path: &[Seg]| match path {
+        [k] if k.is(b"result") || k.is(b"error") => {
+            response.set(true);
+            Want::Skip
+        }
+        [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
+        [k] if k.is(b"params") => Want::Descend,
+        [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) => {
+            Want::Capture
+        }
+        [p, k] if p.is(b"params") && (k.is(b"task") || k.is(b"_meta")) => Want::Descend,
+        [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(VERSION) => Want::Capture,
+        _ => Want::Skip,
+    };
+    let mut f = RequestFacts::default();
+    let mut on = |ev: Event<'_>| {
+        let set = |field: &mut Vec<u8>, raw: &[u8]| {
+            field.clear();
+            field.extend_from_slice(raw);
+        };
+        match ev {
+            Event::Enter([p, k], true) if p.is(b"params") && k.is(b"task") => f.task = true,
+            Event::Scalar(path, raw) => match path {
+                [k] if k.is(b"method") => set(&mut f.method, raw),
+                [k] if k.is(b"id") => set(&mut f.id, raw),
+                [_, k] if k.is(b"name") => set(&mut f.name, raw),
+                [_, k] if k.is(b"requestId") => set(&mut f.request_id, raw),
+                [_, k] if k.is(b"taskId") => set(&mut f.task_id, raw),
+                [_, _, k] if k.is(VERSION) => set(&mut f.version, raw),
+                _ => {}
+            },
+            _ => {}
+        }
+    };
+    let mut w = Walker::new();
+    let mut ok = true;
+    for c in chunks {
+        if ok && w.feed(c, &mut decide, &mut on).is_err() {
+            ok = false;
+        }
+    }
+    if ok {
+        let _ = w.finish(&mut decide, &mut on);
+    }
+    f.response = response.get();
+    f
 }
 
 pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
@@ -2145,6 +2226,12 @@ pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
         }
     }
     let verdict = g.finish(tool);
+    let facts = g.facts().clone();
+    assert_eq!(
+        facts,
+        walker_facts(chunks),
+        "the guard's facts differ from the walker's"
+    );
     // The guard is reused line after line: a reset one must behave like a new one.
     g.reset();
     let mut again = None;
@@ -2159,7 +2246,12 @@ pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
         verdict,
         "a reset guard gives another verdict"
     );
-    GuardRun { early, verdict }
+    assert_eq!(g.facts(), &facts, "a reset guard reads other facts");
+    GuardRun {
+        early,
+        verdict,
+        facts,
+    }
 }
 
 /// The measures of the arguments, as the guard defines them.
@@ -2233,7 +2325,32 @@ pub fn guard_one(data: &[u8]) {
             whole.verdict, split.verdict,
             "split at {points:?}: verdicts differ"
         );
+        assert_eq!(
+            whole.facts, split.facts,
+            "split at {points:?}: facts differ"
+        );
     }
+    // As the proxy runs it: told that the line is not a call once the facts
+    // say so, the guard reads the same facts without measuring the rest.
+    let pieces = chunks(&doc, &points);
+    let mut g = Guard::new(caps);
+    let mut decided = false;
+    for c in &pieces {
+        let early = g.feed(c);
+        let f = g.facts();
+        if decided {
+            assert!(early.is_none(), "a verdict after not_a_call: {early:?}");
+        } else if (!f.method.is_empty() && !f.is_call()) || (f.method.is_empty() && f.response) {
+            g.not_a_call();
+            decided = true;
+        }
+    }
+    g.end_line();
+    assert_eq!(
+        g.facts(),
+        &walker_facts(&pieces),
+        "split at {points:?}: facts differ once the guard was told the line is not a call"
+    );
     check_guard(&doc, caps, &whole);
     check_guard(&doc, caps, &split);
 }

@@ -9,6 +9,7 @@
 use crate::inventory::{Class, Inventory, Row};
 use crate::mcp::push_json_string;
 use crate::record::PointerBuf;
+use crate::sniff::CAPTURE_CAP;
 use crate::tokenizer::{Tok, Tokenizer};
 
 /// Caps on `params.arguments` and on the whole request line.
@@ -288,6 +289,99 @@ enum Expect {
     Name,
     /// `params._meta[protocolVersion]`: noted if it is a string.
     Version,
+    /// Top-level `method`, `id`; `params.requestId`, `params.taskId`: facts.
+    Method,
+    Id,
+    RequestId,
+    TaskId,
+    /// `params.task`: noted if it is an object.
+    Task,
+}
+
+impl Expect {
+    /// The fact this value is read into, if any.
+    fn fact(self) -> Option<Fact> {
+        match self {
+            Expect::Method => Some(Fact::Method),
+            Expect::Id => Some(Fact::Id),
+            Expect::Name => Some(Fact::Name),
+            Expect::RequestId => Some(Fact::RequestId),
+            Expect::TaskId => Some(Fact::TaskId),
+            Expect::Version => Some(Fact::Version),
+            _ => None,
+        }
+    }
+}
+
+/// A field of [`RequestFacts`] read from a scalar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fact {
+    Method,
+    Id,
+    Name,
+    RequestId,
+    TaskId,
+    Version,
+}
+
+/// What the proxy needs to know of a request line besides its verdict, read on
+/// the guard's own walk of it. Each field is the raw JSON text of a scalar as
+/// written (a string with its quotes and escapes); a value that is a container,
+/// or longer than [`CAPTURE_CAP`] bytes, is not taken, and of duplicate keys
+/// the last one taken wins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestFacts {
+    /// Top-level `method`.
+    pub method: Vec<u8>,
+    /// Top-level `id`.
+    pub id: Vec<u8>,
+    /// `params.name`.
+    pub name: Vec<u8>,
+    /// `params.requestId` (of `notifications/cancelled`).
+    pub request_id: Vec<u8>,
+    /// `params._meta["io.modelcontextprotocol/protocolVersion"]`.
+    pub version: Vec<u8>,
+    /// `params.taskId` (of `tasks/result`).
+    pub task_id: Vec<u8>,
+    /// `params.task` is an object (a task-augmented call).
+    pub task: bool,
+    /// A top-level `result` or `error` member was seen (the line answers one of
+    /// the server's requests, unless it also has a method).
+    pub response: bool,
+}
+
+impl RequestFacts {
+    /// Forget the last line, keeping the buffers.
+    pub fn clear(&mut self) {
+        for v in [
+            &mut self.method,
+            &mut self.id,
+            &mut self.name,
+            &mut self.request_id,
+            &mut self.version,
+            &mut self.task_id,
+        ] {
+            v.clear();
+        }
+        self.task = false;
+        self.response = false;
+    }
+
+    fn field(&mut self, f: Fact) -> &mut Vec<u8> {
+        match f {
+            Fact::Method => &mut self.method,
+            Fact::Id => &mut self.id,
+            Fact::Name => &mut self.name,
+            Fact::RequestId => &mut self.request_id,
+            Fact::TaskId => &mut self.task_id,
+            Fact::Version => &mut self.version,
+        }
+    }
+
+    /// Whether the method is `tools/call`.
+    pub fn is_call(&self) -> bool {
+        self.method == b"\"tools/call\""
+    }
 }
 
 /// A top-level argument the contract looks at.
@@ -327,6 +421,13 @@ pub struct Guard {
     num_start: Option<u64>,
     num: Vec<u8>,
     early: Option<GuardVerdict>,
+    /// Told by [`Guard::not_a_call`]: only the facts are read from here on.
+    facts_only: bool,
+    facts: RequestFacts,
+    /// The fact a scalar in progress is read into, and its text so far.
+    cap_to: Option<Fact>,
+    cap: Vec<u8>,
+    cap_over: bool,
 }
 
 impl Default for Guard {
@@ -372,6 +473,11 @@ impl Guard {
             num_start: None,
             num: Vec::new(),
             early: None,
+            facts_only: false,
+            facts: RequestFacts::default(),
+            cap_to: None,
+            cap: Vec::with_capacity(CAPTURE_CAP),
+            cap_over: false,
         }
     }
 
@@ -408,6 +514,50 @@ impl Guard {
         self.num_start = None;
         self.num.clear();
         self.early = None;
+        self.facts_only = false;
+        self.facts.clear();
+        self.cap_to = None;
+        self.cap.clear();
+        self.cap_over = false;
+    }
+
+    /// The facts read so far.
+    pub fn facts(&self) -> &RequestFacts {
+        &self.facts
+    }
+
+    /// The line is not a call (the caller decided from the facts): from here
+    /// on the guard reads only the facts, skips the arguments whole, and gives
+    /// no verdict.
+    pub fn not_a_call(&mut self) {
+        self.facts_only = true;
+    }
+
+    /// Start reading a scalar into `f`.
+    fn cap_start(&mut self, f: Fact, first: &[u8]) {
+        self.cap_to = Some(f);
+        self.cap.clear();
+        self.cap_over = false;
+        self.cap_push(first);
+    }
+
+    fn cap_push(&mut self, bytes: &[u8]) {
+        if self.cap.len() + bytes.len() > CAPTURE_CAP {
+            self.cap_over = true;
+        } else {
+            self.cap.extend_from_slice(bytes);
+        }
+    }
+
+    /// The scalar ended: its fact becomes its text, unless it was too long.
+    fn cap_end(&mut self) {
+        if let Some(f) = self.cap_to.take() {
+            if !self.cap_over {
+                let field = self.facts.field(f);
+                field.clear();
+                field.extend_from_slice(&self.cap);
+            }
+        }
     }
 
     /// The tool name, once read (raw JSON string contents).
@@ -514,7 +664,7 @@ impl Guard {
                 self.path = p;
             }
         }
-        if self.early.is_none() {
+        if self.early.is_none() && !self.facts_only {
             let caps = self.effective_caps();
             self.early = self.first_violation(&caps);
             return self.early.clone();
@@ -531,14 +681,7 @@ impl Guard {
     /// The line ended; `tool` is the sniffed tool name. Returns the verdict for
     /// a call that must not be forwarded.
     pub fn finish(&mut self, tool: &str) -> Option<GuardVerdict> {
-        if !self.broken {
-            loop {
-                match self.lex.next_eof() {
-                    Ok(Tok::Eof) | Err(_) => break,
-                    Ok(tok) => self.step(tok, &[], 0),
-                }
-            }
-        }
+        self.end_line();
         if self.name.is_empty() {
             self.name = tool.as_bytes().to_vec();
         }
@@ -547,6 +690,23 @@ impl Guard {
             return Some(v);
         }
         self.contract(tool)
+    }
+
+    /// The line ended: read what its end completes (a top-level scalar).
+    /// [`Guard::finish`] does this too, for a call.
+    pub fn end_line(&mut self) {
+        if !self.broken {
+            loop {
+                match self.lex.next_eof() {
+                    Ok(Tok::Eof) => break,
+                    Ok(tok) => self.step(tok, &[], 0),
+                    Err(_) => {
+                        self.broken = true;
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     /// List versus search, and `limit`.
@@ -652,9 +812,20 @@ impl Guard {
                 let outside = key.as_slice();
                 match (depth, outside) {
                     (1, b"params") => self.expect = Expect::Params,
+                    (1, b"method") => self.expect = Expect::Method,
+                    (1, b"id") => self.expect = Expect::Id,
+                    (1, b"result" | b"error") => {
+                        self.facts.response = true;
+                        self.lex.skip_one(depth);
+                    }
                     (2, b"name") if self.params_open => self.expect = Expect::Name,
-                    (2, b"arguments") if self.params_open => self.expect = Expect::Args,
+                    (2, b"arguments") if self.params_open && !self.facts_only => {
+                        self.expect = Expect::Args
+                    }
                     (2, b"_meta") if self.params_open => self.expect = Expect::Meta,
+                    (2, b"requestId") if self.params_open => self.expect = Expect::RequestId,
+                    (2, b"taskId") if self.params_open => self.expect = Expect::TaskId,
+                    (2, b"task") if self.params_open => self.expect = Expect::Task,
                     (3, b"io.modelcontextprotocol/protocolVersion") if self.meta_open => {
                         self.expect = Expect::Version;
                     }
@@ -673,6 +844,13 @@ impl Guard {
                     match (expect, d, obj) {
                         (Expect::Params, 2, true) => self.params_open = true,
                         (Expect::Meta, 3, true) => self.meta_open = true,
+                        (Expect::Task, 3, _) => {
+                            // Any object `task` counts, as the proxy's sniffer had it.
+                            self.facts.task |= obj;
+                            self.lex.skip_one(d - 1);
+                        }
+                        // A container where a scalar fact belongs is not one.
+                        (e, _, _) if e.fact().is_some() => self.lex.skip_one(d.saturating_sub(1)),
                         (Expect::Args, 3, _) => {
                             // A duplicate `arguments` is measured too (readers keep the
                             // last one; every one must hold the caps); its top-level
@@ -723,6 +901,15 @@ impl Guard {
             }
             Tok::StrBegin { key: false } | Tok::Lit(_) => {
                 let expect = std::mem::replace(&mut self.expect, Expect::None);
+                if let Some(f) = expect.fact() {
+                    match tok {
+                        Tok::Lit(l) => {
+                            self.cap_start(f, l.text());
+                            self.cap_end();
+                        }
+                        _ => self.cap_start(f, b"\""),
+                    }
+                }
                 if tok == (Tok::StrBegin { key: false }) {
                     match expect {
                         Expect::Name => {
@@ -742,6 +929,9 @@ impl Guard {
                 }
             }
             Tok::StrSpan(a, b) => {
+                if self.cap_to.is_some() {
+                    self.cap_push(chunk.get(a..b).unwrap_or(&[]));
+                }
                 if self.name_capture && self.name.len() < 256 {
                     self.name.extend_from_slice(chunk.get(a..b).unwrap_or(&[]));
                 } else if self.modern_capture {
@@ -752,6 +942,10 @@ impl Guard {
                 }
             }
             Tok::StrEnd => {
+                if self.cap_to.is_some() {
+                    self.cap_push(b"\"");
+                    self.cap_end();
+                }
                 if self.name_capture {
                     self.name_capture = false;
                 } else if self.modern_capture {
@@ -768,7 +962,13 @@ impl Guard {
             }
             Tok::NumSpan(a, b) => {
                 if self.expect != Expect::None && !in_args {
-                    self.expect = Expect::None;
+                    let expect = std::mem::replace(&mut self.expect, Expect::None);
+                    if let Some(f) = expect.fact() {
+                        self.cap_start(f, b"");
+                    }
+                }
+                if self.cap_to.is_some() {
+                    self.cap_push(chunk.get(a..b).unwrap_or(&[]));
                 }
                 if in_args {
                     if self.num_start.is_none() {
@@ -782,6 +982,7 @@ impl Guard {
                 }
             }
             Tok::NumEnd => {
+                self.cap_end();
                 if in_args {
                     if let Some(s) = self.num_start.take() {
                         if self.frames.len() == 1 && self.top_key == b"limit" {
@@ -798,11 +999,19 @@ impl Guard {
                     }
                 }
             }
-            Tok::StrHeld
-            | Tok::StrBegin { key: true }
-            | Tok::Skipped(_)
-            | Tok::NeedMore
-            | Tok::Eof => {}
+            Tok::StrHeld => {
+                if self.cap_to.is_some() {
+                    // A unit split across pieces (an escape, a UTF-8 sequence).
+                    let mut unit = [0u8; 12];
+                    let h = self.lex.held();
+                    let n = h.len().min(unit.len());
+                    if let (Some(d), Some(src)) = (unit.get_mut(..n), h.get(..n)) {
+                        d.copy_from_slice(src);
+                    }
+                    self.cap_push(unit.get(..n).unwrap_or(&[]));
+                }
+            }
+            Tok::StrBegin { key: true } | Tok::Skipped(_) | Tok::NeedMore | Tok::Eof => {}
         }
         if self.frames.len() == 1 && in_args {
             if let Some(r) = self.row() {

@@ -8,7 +8,7 @@
 //! See `docs/proxy.md` for the behaviour in detail.
 
 use crate::framing::{self, LineReader, Piece};
-use crate::guard::Guard;
+use crate::guard::{Guard, RequestFacts};
 use crate::inventory::Inventory;
 use crate::jsonrpc;
 use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
@@ -61,9 +61,10 @@ impl Default for ProxyConfig {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Method {
-    ToolsCall(String),
+    /// A call of this tool (shared with its count in [`PendingSet`]).
+    ToolsCall(Arc<str>),
     /// `tasks/result` for this task id (raw JSON).
-    TasksResult(Vec<u8>),
+    TasksResult(Arc<[u8]>),
     ToolsList,
     /// A `tools/list` the proxy sent itself (its answer is not forwarded).
     ProxyToolsList,
@@ -96,8 +97,8 @@ struct Pending {
 /// spoke the 2026-07-28 protocol.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum CallKey {
-    Tool(String, bool),
-    Task(Vec<u8>, bool),
+    Tool(Arc<str>, bool),
+    Task(Arc<[u8]>, bool),
 }
 
 impl CallKey {
@@ -105,8 +106,8 @@ impl CallKey {
     /// tool from `task_tools` (none while the task is unknown).
     fn tool<'a>(&'a self, task_tools: &'a HashMap<Vec<u8>, String>) -> (Option<&'a str>, bool) {
         match self {
-            CallKey::Tool(name, modern) => (Some(name.as_str()), *modern),
-            CallKey::Task(task, modern) => (task_tools.get(task).map(String::as_str), *modern),
+            CallKey::Tool(name, modern) => (Some(&name[..]), *modern),
+            CallKey::Task(task, modern) => (task_tools.get(&task[..]).map(String::as_str), *modern),
         }
     }
 }
@@ -128,6 +129,8 @@ struct PendingSet {
 }
 
 impl PendingSet {
+    /// The call's key: the name is shared, not copied, so counting a call in
+    /// and out allocates nothing.
     fn key(p: &Pending) -> Option<CallKey> {
         match &p.method {
             Method::ToolsCall(name) => Some(CallKey::Tool(name.clone(), p.modern)),
@@ -269,9 +272,9 @@ impl Shared {
         // Borrowed for the lookups; copied once, into the treatment.
         let task_tool;
         let tool = match &p.method {
-            Method::ToolsCall(name) => Some(name.as_str()),
+            Method::ToolsCall(name) => Some(&name[..]),
             Method::TasksResult(task) => {
-                task_tool = lock(&self.tasks).get(task).cloned();
+                task_tool = lock(&self.tasks).get(&task[..]).cloned();
                 task_tool.as_deref()
             }
             _ => None,
@@ -396,61 +399,6 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     0
 }
 
-fn decide_request(path: &[Seg]) -> Want {
-    match path {
-        [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
-        [k] if k.is(b"params") => Want::Descend,
-        [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) => {
-            Want::Capture
-        }
-        [p, k] if p.is(b"params") && k.is(b"task") => Want::Descend,
-        [p, k] if p.is(b"params") && k.is(b"_meta") => Want::Descend,
-        [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(PROTOCOL_VERSION_KEY) => {
-            Want::Capture
-        }
-        _ => Want::Skip,
-    }
-}
-
-const PROTOCOL_VERSION_KEY: &[u8] = b"io.modelcontextprotocol/protocolVersion";
-
-#[derive(Default)]
-struct RequestFacts {
-    method: Vec<u8>,
-    id: Vec<u8>,
-    name: Vec<u8>,
-    request_id: Vec<u8>,
-    /// The 2026-07-28 protocol version the request carried (raw JSON), if any.
-    version: Vec<u8>,
-    /// `params.taskId` (raw JSON).
-    task_id: Vec<u8>,
-    /// `params.task` is present (a task-augmented call).
-    task: bool,
-}
-
-impl RequestFacts {
-    /// Forget the last request, keeping the buffers for the next.
-    fn clear(&mut self) {
-        for v in [
-            &mut self.method,
-            &mut self.id,
-            &mut self.name,
-            &mut self.request_id,
-            &mut self.version,
-            &mut self.task_id,
-        ] {
-            v.clear();
-        }
-        self.task = false;
-    }
-}
-
-/// `field` becomes `raw`, in the buffer it has.
-fn set_fact(field: &mut Vec<u8>, raw: &[u8]) {
-    field.clear();
-    field.extend_from_slice(raw);
-}
-
 /// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
 /// by asking the server itself (every page), so the typed-success rule holds
 /// even for a client that never lists tools. Waits at most `TOOLS_WAIT`.
@@ -546,9 +494,6 @@ fn client_to_server<R: Read>(
         pipe: Some(server_in),
         batch: LineBatch::new(),
     };
-    let mut walker = Walker::new();
-    let mut facts = RequestFacts::default();
-    let mut sniff_ok = true;
     let mut guard = shared.cfg.guard.clone();
     guard.set_inventory(shared.cfg.inventory.clone());
     let hold_cap = guard.caps().max_request_bytes;
@@ -557,9 +502,6 @@ fn client_to_server<R: Read>(
     let mut held: Vec<u8> = Vec::new();
     let mut decided: Option<bool> = None;
     let mut refused: Option<()> = None;
-    // A top-level `result` or `error` came before any `method`: the line is a
-    // response to one of the server's requests, never held for the guard.
-    let mut response = false;
     // Some of the line has gone to the server (it streamed on).
     let mut streamed = false;
     // A line passed on as a response turned out to carry a `tools/call`
@@ -579,49 +521,22 @@ fn client_to_server<R: Read>(
         };
         match piece {
             Piece::Data(bytes) => {
-                if sniff_ok {
-                    let mut on = |ev: Event<'_>| {
-                        if let Event::Enter([p, k], true) = ev {
-                            if p.is(b"params") && k.is(b"task") {
-                                facts.task = true;
-                            }
-                        }
-                        if let Event::Scalar(path, raw) = ev {
-                            match path {
-                                [k] if k.is(b"method") => set_fact(&mut facts.method, raw),
-                                [k] if k.is(b"id") => set_fact(&mut facts.id, raw),
-                                [_, k] if k.is(b"name") => set_fact(&mut facts.name, raw),
-                                [_, k] if k.is(b"requestId") => {
-                                    set_fact(&mut facts.request_id, raw)
-                                }
-                                [_, k] if k.is(b"taskId") => set_fact(&mut facts.task_id, raw),
-                                [_, _, k] if k.is(PROTOCOL_VERSION_KEY) => {
-                                    set_fact(&mut facts.version, raw)
-                                }
-                                _ => {}
-                            }
-                        }
-                    };
-                    let mut decide = |path: &[Seg]| {
-                        if let [k] = path {
-                            if k.is(b"result") || k.is(b"error") {
-                                response = true;
-                            }
-                        }
-                        decide_request(path)
-                    };
-                    if walker.feed(bytes, &mut decide, &mut on).is_err() {
-                        sniff_ok = false;
-                    }
-                }
-                let is_call = facts.method == b"\"tools/call\"";
+                // One walk of the guard reads the facts and measures a call.
+                let verdict = guard.feed(bytes);
+                let facts = guard.facts();
+                let is_call = facts.is_call();
                 if decided.is_none() {
                     if !facts.method.is_empty() {
                         decided = Some(is_call);
-                    } else if response {
+                    } else if facts.response {
+                        // A top-level `result` or `error` before any `method`:
+                        // an answer to one of the server's requests, never held.
                         decided = Some(false);
                     }
-                } else if response && is_call && decided == Some(false) && !cut {
+                    if decided == Some(false) {
+                        guard.not_a_call();
+                    }
+                } else if facts.response && is_call && decided == Some(false) && !cut {
                     cut = true;
                     held.clear();
                     shared.log(
@@ -629,12 +544,10 @@ fn client_to_server<R: Read>(
                         "a line sent on as a response carried a tools/call method after its result; the rest of it was not forwarded",
                     );
                 }
-                if decided != Some(false) {
-                    // The guard keeps measuring after a refusal, so the size it reports is exact.
-                    if guard.feed(bytes).is_some() && refused.is_none() {
-                        refused = Some(());
-                        held = Vec::new();
-                    }
+                // The guard keeps measuring after a refusal, so the size it reports is exact.
+                if decided != Some(false) && verdict.is_some() && refused.is_none() {
+                    refused = Some(());
+                    held = Vec::new();
                 }
                 match decided {
                     // Refused or cut: nothing more of this line goes on.
@@ -670,19 +583,19 @@ fn client_to_server<R: Read>(
             }
             Piece::End | Piece::Eof { partial: true } => {
                 let end = matches!(piece, Piece::Eof { .. });
-                if sniff_ok {
-                    let mut on = |_ev: Event<'_>| {};
-                    let _ = walker.finish(&mut decide_request, &mut on);
-                }
-                let is_call = facts.method == b"\"tools/call\"";
+                guard.end_line();
+                let is_call = guard.facts().is_call();
                 let tool = if is_call {
-                    unquote(&facts.name)
+                    unquote(&guard.facts().name)
                 } else {
                     String::new()
                 };
                 let verdict = if is_call { guard.finish(&tool) } else { None };
+                let modern = guard.is_modern();
+                let clamp = if is_call { guard.clamp_to(&tool) } else { None };
+                let facts = guard.facts();
                 let refused_early = refused.take().is_some();
-                cut |= response && is_call && decided == Some(false);
+                cut |= facts.response && is_call && decided == Some(false);
                 match verdict {
                     _ if cut => {
                         // Part of it may have gone on: end that line, so the
@@ -730,13 +643,13 @@ fn client_to_server<R: Read>(
                         );
                         let mut line = Vec::with_capacity(512);
                         let id = (!facts.id.is_empty()).then_some(facts.id.as_slice());
-                        v.write_response(&mut line, id, guard.is_modern());
+                        v.write_response(&mut line, id, modern);
                         line.push(b'\n');
                         let _ = shared.send_client(&line);
                     }
                     _ => {
                         if is_call {
-                            if let Some((max, a, b)) = guard.clamp_to(&tool) {
+                            if let Some((max, a, b)) = clamp {
                                 shared.log(
                                     LogLevel::Info,
                                     &format!("clamped the limit of {tool} to {max}"),
@@ -750,7 +663,7 @@ fn client_to_server<R: Read>(
                         if is_call {
                             ensure_tools(shared, &mut to_server, &facts.version);
                         }
-                        register(shared, &facts);
+                        register(shared, facts, tool);
                         // The line and its newline in one write (see `PASS_PIECE`),
                         // with the lines after it while more are read at once.
                         held.push(b'\n');
@@ -759,13 +672,9 @@ fn client_to_server<R: Read>(
                 }
                 held.clear();
                 decided = None;
-                response = false;
                 streamed = false;
                 cut = false;
-                walker.reset();
                 guard.reset();
-                facts.clear();
-                sniff_ok = true;
                 if end {
                     break;
                 }
@@ -836,7 +745,8 @@ fn write_pipe(pipe: &mut Option<ChildStdin>, bytes: &[u8]) {
     }
 }
 
-fn register(shared: &Shared, f: &RequestFacts) {
+/// Note a forwarded request as pending; `tool` is a call's tool name.
+fn register(shared: &Shared, f: &RequestFacts, tool: String) {
     if f.method.is_empty() {
         return;
     }
@@ -849,8 +759,8 @@ fn register(shared: &Shared, f: &RequestFacts) {
         return;
     }
     let m = match method {
-        b"\"tools/call\"" => Method::ToolsCall(unquote(&f.name)),
-        b"\"tasks/result\"" => Method::TasksResult(f.task_id.clone()),
+        b"\"tools/call\"" => Method::ToolsCall(tool.into()),
+        b"\"tasks/result\"" => Method::TasksResult(f.task_id.as_slice().into()),
         b"\"tools/list\"" => Method::ToolsList,
         _ => Method::Other,
     };
@@ -1183,7 +1093,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     {
                         let mut tasks = lock(&shared.tasks);
                         if tasks.len() < 10_000 {
-                            tasks.insert(task_id, tool.clone());
+                            tasks.insert(task_id, tool.to_string());
                         }
                     }
                 }
@@ -1541,10 +1451,10 @@ mod tests {
         let methods = [
             Method::ToolsCall("typed".into()),
             Method::ToolsCall("plain".into()),
-            Method::TasksResult(b"\"t1\"".to_vec()),
-            Method::TasksResult(b"\"t2\"".to_vec()),
-            Method::TasksResult(b"\"t3\"".to_vec()),
-            Method::TasksResult(b"\"t4\"".to_vec()),
+            Method::TasksResult(b"\"t1\"".as_slice().into()),
+            Method::TasksResult(b"\"t2\"".as_slice().into()),
+            Method::TasksResult(b"\"t3\"".as_slice().into()),
+            Method::TasksResult(b"\"t4\"".as_slice().into()),
             Method::ToolsList,
             Method::ProxyToolsList,
             Method::Other,

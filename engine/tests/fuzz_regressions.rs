@@ -95,3 +95,39 @@ fn replay_dir_from_env() {
     let ran = replay(Path::new(&dir));
     eprintln!("replayed {ran} inputs from {}", Path::new(&dir).display());
 }
+
+/// The guard target's checks on inputs made here, so that CI runs them on more
+/// than the saved seeds: among them, that the facts the guard reads for the
+/// proxy (method, id, tool name, …) equal its slow twin's, a `Walker` that
+/// reads only those (`checks::walker_facts`), whole, split, and once the guard
+/// is told a line is not a call.
+#[test]
+fn guard_checks_on_generated_lines() {
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(|| {
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mut next = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut seen_call = 0;
+            for _ in 0..10_000 {
+                let n = 40 + (next() % 400) as usize;
+                let data: Vec<u8> = (0..n).map(|_| next() as u8).collect();
+                checks::guard_one(&data);
+                let line = checks::describe("guard", &data);
+                if line.contains("tools/call") {
+                    seen_call += 1;
+                }
+            }
+            // About a sixth of the lines name tools/call (half the inputs are
+            // raw bytes): the sweep reached the calls.
+            assert!(seen_call > 1_000, "only {seen_call} calls generated");
+        })
+        .expect("spawn")
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
+}
