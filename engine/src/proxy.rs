@@ -1,9 +1,10 @@
 //! `resultbudget proxy -- <server command>`: a stdio MCP proxy that budgets
 //! every `tools/call` (and `tasks/result`) response on its way to the client.
 //!
-//! Two threads relay newline-delimited JSON-RPC: client→server (requests are
-//! sniffed for method, id and tool name, and registered as pending before their
-//! newline reaches the server) and server→client (responses are projected; the
+//! Two threads relay newline-delimited JSON-RPC: client→server (the guard
+//! walks each request once, reading its method, id and tool name as it
+//! measures a call; requests are registered as pending before their newline
+//! reaches the server) and server→client (responses are projected; the
 //! budget is picked from the pending requests). The server's stderr is inherited.
 //! See `docs/proxy.md` for the behaviour in detail.
 
