@@ -388,6 +388,8 @@ pub struct Projector {
     id_mark: Option<u64>,
     id_hold: bool,
     id: Vec<u8>,
+    /// The message has a top-level `method`: a request or a notification.
+    has_method: bool,
     block_hold: bool,
     /// The hold of a text string in progress (when no block hold covers it).
     text_hold: bool,
@@ -448,6 +450,7 @@ impl Projector {
             id_mark: None,
             id_hold: false,
             id: Vec::with_capacity(64),
+            has_method: false,
             block_hold: false,
             text_hold: false,
             block_mark: None,
@@ -505,6 +508,7 @@ impl Projector {
         self.id_mark = None;
         self.id_hold = false;
         self.id.clear();
+        self.has_method = false;
         self.block_hold = false;
         self.text_hold = false;
         self.block_mark = None;
@@ -521,6 +525,12 @@ impl Projector {
     /// The raw JSON of the message's `id`, once seen.
     pub fn id(&self) -> Option<&[u8]> {
         (!self.id.is_empty()).then_some(self.id.as_slice())
+    }
+
+    /// Whether the message has a top-level `method` (so far): a request or a
+    /// notification, whose `id` (if any) is its sender's, not an answer's.
+    pub fn has_method(&self) -> bool {
+        self.has_method
     }
 
     /// Encoded size of the original `result` value (after `finish`).
@@ -813,6 +823,9 @@ impl Projector {
             return;
         };
         let key_ok = !self.lex.key_overflowed();
+        if level == Level::Envelope && self.lex.key() == b"method" {
+            self.has_method = true;
+        }
         self.path.push_key(self.lex.key(), key_ok);
         let act = if key_ok {
             self.classify(level, self.lex.key())

@@ -1069,7 +1069,12 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     LogLevel::Warn,
                     &format!("dropped a malformed line from the server: {e}"),
                 );
-                let target = id.clone().or_else(|| only_pending(shared));
+                // A server's own request is not an answer to any of the client's.
+                let target = if proj.has_method() {
+                    None
+                } else {
+                    id.clone().or_else(|| only_pending(shared))
+                };
                 if let Some(tid) = target {
                     lock(&shared.pending).remove(&tid);
                     jsonrpc::error_line(
@@ -1082,7 +1087,13 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     let _ = shared.send_client(&line_out);
                 }
             } else {
-                let p = id.as_ref().and_then(|id| lock(&shared.pending).remove(id));
+                // Ids are per direction: the id of a request or notification
+                // from the server may equal a pending request of the client's,
+                // and must not take its place.
+                let p = match &id {
+                    Some(id) if !proj.has_method() => lock(&shared.pending).remove(id),
+                    _ => None,
+                };
                 let own = p
                     .as_ref()
                     .is_some_and(|p| p.method == Method::ProxyToolsList);

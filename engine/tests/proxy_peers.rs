@@ -384,6 +384,63 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
 }
 
 #[test]
+fn a_server_request_with_the_id_of_a_pending_call_leaves_the_call_budgeted() {
+    // Ids are per direction: the server's own request may carry the id of a call the
+    // client is waiting on. It must not stand in for the call's answer, or the real
+    // answer arrives with nothing pending and passes unbudgeted.
+    let mut s = Raw::spawn(
+        &proxied(&["--max-text-bytes", "2000"], &pyserver_cmd()),
+        &[],
+    );
+    s.send(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{"sampling":{}},
+        "clientInfo":{"name":"raw-test","version":"0"}}}),
+    );
+    let (r, _) = s.until_id(&Value::from("init"), 30);
+    assert!(r.get("result").is_some(), "{r}");
+    s.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    let mut ask = |s: &mut Raw, id: Value| {
+        s.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+            "params":{"name":"ask_client","arguments":{"prompt":"hi","pad":100_000}}}));
+        let req = loop {
+            let v = s.next(30).expect("the server's sampling request");
+            if v["method"] == "sampling/createMessage" {
+                break v;
+            }
+        };
+        s.send(
+            &json!({"jsonrpc":"2.0","id":req["id"],"result":{"role":"assistant",
+            "model":"m","content":{"type":"text","text":"ok"}}}),
+        );
+        let (r, _) = s.until_id(&id, 30);
+        (req["id"].clone(), r)
+    };
+    // The server numbers its requests in turn: learn its next id from the first.
+    let (first, r) = ask(&mut s, json!("first"));
+    assert_eq!(
+        record(&r["result"]).expect("record")["truncated"],
+        true,
+        "{r}"
+    );
+    let next = first.as_i64().expect("a numeric request id") + 1;
+    let (second, r) = ask(&mut s, json!(next));
+    assert_eq!(second, json!(next), "the clash this test is about happened");
+    let t = text(&r["result"], 0);
+    assert!(
+        t.len() <= 2000,
+        "the call's answer passed unbudgeted: {} bytes",
+        t.len()
+    );
+    assert_eq!(
+        record(&r["result"]).expect("record")["truncated"],
+        true,
+        "{r}"
+    );
+    let _ = s.wait(20);
+}
+
+#[test]
 fn modern_protocol_and_typed_rules_with_the_python_server() {
     // The Python SDK client and server speak 2026-07-28 (server/discover, resultType).
     let out = py_client(&json!({"command": proxied(&[], &pyserver_cmd()),

@@ -105,9 +105,10 @@ def stdout_pipe_bytes() -> str:
 
 
 @server.tool(structured_output=False)
-async def ask_client(prompt: str, ctx: Context) -> str:
+async def ask_client(prompt: str, ctx: Context, pad: int = 0) -> str:
     """Ask the client for a sampling message (a request from the server, legacy
-    protocol) and report the length of the text it answered with."""
+    protocol) and report the length of the text it answered with (then `pad`
+    bytes of padding)."""
     log(f"ask_client {prompt}")
     with warnings.catch_warnings():
         # Sampling is deprecated in 2026-07-28, and live in the generation before it.
@@ -118,7 +119,7 @@ async def ask_client(prompt: str, ctx: Context) -> str:
         )
     text = r.content.text if isinstance(r.content, TextContent) else ""
     log(f"ask_client answered {len(text)}")
-    return f"the client answered with {len(text)} characters"
+    return f"the client answered with {len(text)} characters" + "." * pad
 
 
 if __name__ == "__main__":

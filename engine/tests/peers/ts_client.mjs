@@ -1,7 +1,9 @@
 // The official TypeScript SDK client, driven by a JSON plan; prints one JSON array of results.
 // Usage: node ts_client.mjs PLAN.json   (plan: {"command": [...], "calls": [{"name", "arguments"}], "timeout_ms"})
+// Optional: "sampling_text_bytes" (answer the server's sampling requests with a text of that many bytes).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 import { readFileSync } from "node:fs";
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
@@ -12,7 +14,18 @@ const transport = new StdioClientTransport({
 });
 const errors = [];
 transport.onerror = (e) => errors.push(String(e?.message ?? e));
-const client = new Client({ name: "resultbudget-test", version: "0.0.0" });
+const sampling = plan.sampling_text_bytes !== undefined;
+const client = new Client(
+  { name: "resultbudget-test", version: "0.0.0" },
+  sampling ? { capabilities: { sampling: {} } } : undefined,
+);
+if (sampling) {
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+    role: "assistant",
+    model: "test",
+    content: { type: "text", text: "s".repeat(plan.sampling_text_bytes) },
+  }));
+}
 const out = [];
 try {
   await client.connect(transport);
