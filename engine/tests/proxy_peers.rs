@@ -384,6 +384,35 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
 }
 
 #[test]
+fn ts_client_answers_the_reference_servers_sampling_requests_through_the_proxy() {
+    // server-everything asks the client for a sampling message and returns it in its
+    // text. The TypeScript SDK client answers with 3 MB (over the 2 MiB request cap:
+    // an answer is never held or refused); two calls at once, so the server's request
+    // ids (0, 1) cross the client's call ids (1, 2). Both results come back cut.
+    let ev = everything_cmd();
+    let calls = json!([
+        {"name":"trigger-sampling-request","arguments":{"prompt":"a"}},
+        {"name":"trigger-sampling-request","arguments":{"prompt":"b"}},
+    ]);
+    let via = ts_client(&json!({"command": proxied(&[], &ev), "calls": calls,
+        "parallel": true, "sampling_text_bytes": 3_000_000, "timeout_ms": 60000}));
+    assert_eq!(via.len(), 2, "{via:?}");
+    for o in &via {
+        assert_eq!(o["ok"], true, "{o}");
+        let t = text(&o["result"], 0);
+        assert!(
+            t.starts_with("LLM sampling result"),
+            "{}",
+            &t[..t.len().min(80)]
+        );
+        assert!(t.len() <= 48 * 1024, "{} bytes", t.len());
+        let rec = record(&o["result"]).expect("record");
+        assert_eq!(rec["truncated"], true);
+        assert!(rec["original_bytes"].as_u64().unwrap() > 3_000_000, "{rec}");
+    }
+}
+
+#[test]
 fn a_server_request_with_the_id_of_a_pending_call_leaves_the_call_budgeted() {
     // Ids are per direction: the server's own request may carry the id of a call the
     // client is waiting on. It must not stand in for the call's answer, or the real
