@@ -2160,6 +2160,20 @@ pub struct GuardRun {
     pub facts: RequestFacts,
 }
 
+/// The guard's facts against [`walker_facts`]. On a line that is not valid
+/// JSON the guard may note `response` at a top-level `result` key whose value
+/// never comes (it decides at the key, so that a long answer is never held),
+/// where the walker notes it at the value: `response` is compared on valid
+/// lines only.
+pub fn assert_facts(facts: &RequestFacts, chunks: &[&[u8]], what: &str) {
+    let mut want = walker_facts(chunks);
+    let doc: Vec<u8> = chunks.concat();
+    if valid_up_to(&doc, DEFAULT_NESTING as usize) != Some(true) {
+        want.response = facts.response;
+    }
+    assert_eq!(facts, &want, "the guard's facts differ from the walker's{what}");
+}
+
 /// The slow twin of [`Guard::facts`]: the facts as the proxy's sniffer read
 /// them before the guard did, with a `Walker` that descends only where a fact
 /// can be and reports each scalar it captures.
@@ -2227,11 +2241,7 @@ pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
     }
     let verdict = g.finish(tool);
     let facts = g.facts().clone();
-    assert_eq!(
-        facts,
-        walker_facts(chunks),
-        "the guard's facts differ from the walker's"
-    );
+    assert_facts(&facts, chunks, "");
     // The guard is reused line after line: a reset one must behave like a new one.
     g.reset();
     let mut again = None;
@@ -2346,10 +2356,10 @@ pub fn guard_one(data: &[u8]) {
         }
     }
     g.end_line();
-    assert_eq!(
+    assert_facts(
         g.facts(),
-        &walker_facts(&pieces),
-        "split at {points:?}: facts differ once the guard was told the line is not a call"
+        &pieces,
+        &format!(" (split at {points:?}, once the guard was told the line is not a call)"),
     );
     check_guard(&doc, caps, &whole);
     check_guard(&doc, caps, &split);
