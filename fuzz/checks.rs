@@ -2171,7 +2171,10 @@ pub fn assert_facts(facts: &RequestFacts, chunks: &[&[u8]], what: &str) {
     if valid_up_to(&doc, DEFAULT_NESTING as usize) != Some(true) {
         want.response = facts.response;
     }
-    assert_eq!(facts, &want, "the guard's facts differ from the walker's{what}");
+    assert_eq!(
+        facts, &want,
+        "the guard's facts differ from the walker's{what}"
+    );
 }
 
 /// The slow twin of [`Guard::facts`]: the facts as the proxy's sniffer read

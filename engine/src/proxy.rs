@@ -266,6 +266,14 @@ impl Shared {
         out.flush()
     }
 
+    /// Answer the client's request `id` (raw JSON) with a JSON-RPC error.
+    fn answer_error(&self, id: &[u8], code: i32, message: &str) {
+        let mut line = Vec::with_capacity(256);
+        jsonrpc::error_line(&mut line, Some(id), code, message);
+        line.push(b'\n');
+        let _ = self.send_client(&line);
+    }
+
     /// How to treat a response to a request with this method.
     fn treat_for(&self, id: &[u8], p: &Pending) -> (McpLimits, Treat) {
         let mut lim = self.cfg.limits;
@@ -605,15 +613,11 @@ fn client_to_server<R: Read>(
                             to_server.line(b"\n");
                         }
                         if !facts.id.is_empty() {
-                            let mut line = Vec::with_capacity(256);
-                            jsonrpc::error_line(
-                                &mut line,
-                                Some(&facts.id),
+                            shared.answer_error(
+                                &facts.id,
                                 jsonrpc::INVALID_REQUEST,
                                 "resultbudget: the message carried a result or error before a tools/call method and was not forwarded",
                             );
-                            line.push(b'\n');
-                            let _ = shared.send_client(&line);
                         }
                     }
                     None if refused_early => {
@@ -625,15 +629,11 @@ fn client_to_server<R: Read>(
                         // Only a request of the client's is answered: a line with no
                         // method answers the server, and its id is the server's.
                         if !facts.id.is_empty() && !facts.method.is_empty() {
-                            let mut line = Vec::with_capacity(256);
-                            jsonrpc::error_line(
-                                &mut line,
-                                Some(&facts.id),
+                            shared.answer_error(
+                                &facts.id,
                                 jsonrpc::INVALID_PARAMS,
                                 "resultbudget: the request broke an argument cap and was not forwarded",
                             );
-                            line.push(b'\n');
-                            let _ = shared.send_client(&line);
                         }
                     }
                     Some(v) if is_call => {
@@ -1180,15 +1180,11 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             continue;
         }
         outcome.orphaned += 1;
-        let mut line = Vec::with_capacity(200);
-        jsonrpc::error_line(
-            &mut line,
-            Some(&id),
+        shared.answer_error(
+            &id,
             jsonrpc::INTERNAL_ERROR,
             "resultbudget: the MCP server exited before answering this request",
         );
-        line.push(b'\n');
-        let _ = shared.send_client(&line);
     }
     outcome
 }

@@ -295,25 +295,13 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
         &proxied(&["--max-request-bytes", "6000"], &pyserver_cmd()),
         &[("RB_SERVER_LOG", &log_s)],
     );
-    s.send(
-        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{"sampling":{}},
-        "clientInfo":{"name":"raw-test","version":"0"}}}),
-    );
-    let (r, _) = s.until_id(&Value::from("init"), 30);
-    assert!(r.get("result").is_some(), "{r}");
-    s.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    s.initialize_with(json!({"sampling": {}}));
     // The server asks the client; the answer (100 000 characters, over the 6 000-byte
     // request cap) reaches it whole, written with `result` before `id` as well as after.
     for (i, result_first) in [(1, false), (2, true)] {
         s.send(&json!({"jsonrpc":"2.0","id":i,"method":"tools/call",
             "params":{"name":"ask_client","arguments":{"prompt":"hi"}}}));
-        let ask = loop {
-            let v = s.next(30).expect("the server's sampling request");
-            if v["method"] == "sampling/createMessage" {
-                break v;
-            }
-        };
+        let ask = s.until_method("sampling/createMessage", 30);
         let result = json!({"role":"assistant","model":"m",
             "content":{"type":"text","text":"s".repeat(100_000)}});
         let line = if result_first {
@@ -421,23 +409,11 @@ fn a_server_request_with_the_id_of_a_pending_call_leaves_the_call_budgeted() {
         &proxied(&["--max-text-bytes", "2000"], &pyserver_cmd()),
         &[],
     );
-    s.send(
-        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-        "protocolVersion":"2025-11-25","capabilities":{"sampling":{}},
-        "clientInfo":{"name":"raw-test","version":"0"}}}),
-    );
-    let (r, _) = s.until_id(&Value::from("init"), 30);
-    assert!(r.get("result").is_some(), "{r}");
-    s.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
-    let mut ask = |s: &mut Raw, id: Value| {
+    s.initialize_with(json!({"sampling": {}}));
+    let ask = |s: &mut Raw, id: Value| {
         s.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
             "params":{"name":"ask_client","arguments":{"prompt":"hi","pad":100_000}}}));
-        let req = loop {
-            let v = s.next(30).expect("the server's sampling request");
-            if v["method"] == "sampling/createMessage" {
-                break v;
-            }
-        };
+        let req = s.until_method("sampling/createMessage", 30);
         s.send(
             &json!({"jsonrpc":"2.0","id":req["id"],"result":{"role":"assistant",
             "model":"m","content":{"type":"text","text":"ok"}}}),

@@ -223,11 +223,28 @@ impl Raw {
     }
 
     pub fn initialize(&mut self) {
+        self.initialize_with(serde_json::json!({}));
+    }
+
+    /// The 2025-11-25 handshake, declaring these client capabilities.
+    pub fn initialize_with(&mut self, capabilities: Value) {
         self.send(&serde_json::json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw-test","version":"0"}}}));
+            "protocolVersion":"2025-11-25","capabilities":capabilities,"clientInfo":{"name":"raw-test","version":"0"}}}));
         let (r, _) = self.until_id(&Value::from("init"), 30);
         assert!(r.get("result").is_some(), "initialize failed: {r}");
         self.send(&serde_json::json!({"jsonrpc":"2.0","method":"notifications/initialized"}));
+    }
+
+    /// Lines until a request from the server with this method.
+    pub fn until_method(&self, method: &str, secs: u64) -> Value {
+        loop {
+            let v = self
+                .next(secs)
+                .unwrap_or_else(|| panic!("no {method} request from the server"));
+            if v["method"] == method {
+                return v;
+            }
+        }
     }
 
     pub fn call(&mut self, id: i64, name: &str, args: Value) -> Value {
