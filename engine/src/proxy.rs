@@ -125,9 +125,20 @@ struct PendingSet {
     lists: usize,
     /// Pending task-augmented calls.
     tasks: usize,
-    /// Pending requests that are not calls.
+    /// Pending requests that are not calls (cancelled ones too).
     others: usize,
+    /// Calls the client cancelled: the server may never answer them (the
+    /// TypeScript SDK's servers do not), so they do not count in `calls`.
+    cancelled_calls: usize,
+    /// Cancelled requests of every kind, for [`MAX_CANCELLED`].
+    cancelled: usize,
 }
+
+/// Cancelled requests kept for a late answer; past this, one of them is
+/// forgotten for each new one (its late answer then passes as an unknown
+/// message). Protects: the proxy's memory in a long session against a
+/// server that never answers cancelled requests.
+const MAX_CANCELLED: usize = 10_000;
 
 impl PendingSet {
     /// The call's key: the name is shared, not copied, so counting a call in
@@ -152,7 +163,11 @@ impl PendingSet {
         if p.task {
             step(&mut self.tasks);
         }
+        if p.cancelled {
+            step(&mut self.cancelled);
+        }
         match Self::key(p) {
+            Some(_) if p.cancelled => step(&mut self.cancelled_calls),
             Some(k) if add => *self.calls.entry(k).or_insert(0) += 1,
             Some(k) => {
                 if let Some(n) = self.calls.get_mut(&k) {
@@ -188,6 +203,7 @@ impl PendingSet {
     fn drain(&mut self) -> Vec<(Vec<u8>, Pending)> {
         self.calls.clear();
         (self.lists, self.tasks, self.others) = (0, 0, 0);
+        (self.cancelled_calls, self.cancelled) = (0, 0);
         self.by_id.drain().collect()
     }
 
@@ -195,9 +211,30 @@ impl PendingSet {
         self.by_id.get(id)
     }
 
+    /// The client cancelled request `id`: it stays for a late answer, but a
+    /// cancelled call no longer decides the treatment of other answers.
     fn cancel(&mut self, id: &[u8]) {
-        if let Some(p) = self.by_id.get_mut(id) {
-            p.cancelled = true;
+        let Some(p) = self.by_id.get(id).filter(|p| !p.cancelled).cloned() else {
+            return;
+        };
+        self.count(&p, false);
+        let p = Pending {
+            cancelled: true,
+            ..p
+        };
+        self.count(&p, true);
+        if let Some(slot) = self.by_id.get_mut(id) {
+            *slot = p;
+        }
+        if self.cancelled > MAX_CANCELLED {
+            let old = self
+                .by_id
+                .iter()
+                .find(|(k, p)| p.cancelled && k.as_slice() != id)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = old {
+                self.remove(&k);
+            }
         }
     }
 
@@ -1286,9 +1323,11 @@ fn pick_treat(shared: &Shared) -> Pick {
     let (lists, tasks) = (pending.lists > 0, pending.tasks > 0);
     let mut keys = pending.calls.keys();
     let Some(first) = keys.next() else {
+        // No live call; a cancelled one may still be answered late, and its
+        // answer is found by its id.
         return Pick {
             treat: Treat::Pass,
-            ambiguous: false,
+            ambiguous: pending.cancelled_calls > 0,
             lists,
             tasks,
         };
@@ -1329,20 +1368,31 @@ fn pick_treat(shared: &Shared) -> Pick {
     }
 }
 
-/// No id within the look-ahead: the tightest treatment among the pending calls.
+/// No id within the look-ahead: the tightest treatment among the pending calls
+/// the client still waits for, or, when it waits for none, among the cancelled
+/// ones (a cancelled call the server never answers must not make a live call's
+/// answer typed).
 fn fallback_treat(shared: &Shared) -> Treat {
     let pending = lock(&shared.pending);
-    let mut best: Option<Treat> = None;
-    for (id, p) in pending.iter() {
-        if let Method::ToolsCall(_) | Method::TasksResult(_) = p.method {
-            let (_, t) = shared.treat_for(id, p);
-            let typed = matches!(&t, Treat::ToolResult(c) if c.typed);
-            if best.is_none() || typed {
-                best = Some(t);
+    for cancelled in [false, true] {
+        let mut best: Option<Treat> = None;
+        for (id, p) in pending.iter() {
+            if p.cancelled != cancelled {
+                continue;
+            }
+            if let Method::ToolsCall(_) | Method::TasksResult(_) = p.method {
+                let (_, t) = shared.treat_for(id, p);
+                let typed = matches!(&t, Treat::ToolResult(c) if c.typed);
+                if best.is_none() || typed {
+                    best = Some(t);
+                }
             }
         }
+        if let Some(t) = best {
+            return t;
+        }
     }
-    best.unwrap_or(Treat::Pass)
+    Treat::Pass
 }
 
 fn only_pending(shared: &Shared) -> Option<Vec<u8>> {
@@ -1405,8 +1455,12 @@ mod tests {
         let tasks = pending.iter().any(|(_, p)| p.task);
         let mut treats: Vec<Treat> = Vec::new();
         let mut others = 0usize;
+        let mut cancelled_calls = 0usize;
         for (id, p) in pending.iter() {
             match p.method {
+                Method::ToolsCall(_) | Method::TasksResult(_) if p.cancelled => {
+                    cancelled_calls += 1;
+                }
                 Method::ToolsCall(_) | Method::TasksResult(_) => {
                     let (_, mut t) = shared.treat_for(id, p);
                     if let Treat::ToolResult(c) = &mut t {
@@ -1420,7 +1474,7 @@ mod tests {
             }
         }
         let (treat, ambiguous) = match (treats.len(), others) {
-            (0, _) => (Treat::Pass, false),
+            (0, _) => (Treat::Pass, cancelled_calls > 0),
             (1, 0) => (treats.pop().unwrap_or(Treat::Pass), false),
             _ => (Treat::Pass, true),
         };
@@ -1439,6 +1493,86 @@ mod tests {
             fresh.insert(id.clone(), p.clone());
         }
         fresh
+    }
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared8(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared8 {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_cancelled_call_does_not_decide_a_live_calls_treatment() {
+        // A typed call the client cancelled, which the server never answers (as
+        // the TypeScript SDK's servers do not), and an untyped call whose large
+        // answer carries its id last, past the look-ahead.
+        let out = Shared8::default();
+        let cfg = ProxyConfig {
+            lookahead: 1024,
+            ..ProxyConfig::default()
+        };
+        let shared = Shared::new(cfg, Box::new(out.clone()));
+        lock(&shared.tools).insert(
+            "typed".into(),
+            ToolFacts {
+                typed: true,
+                read_only: true,
+            },
+        );
+        let call = |name: &str| Pending {
+            method: Method::ToolsCall(name.into()),
+            cancelled: false,
+            modern: false,
+            task: false,
+        };
+        lock(&shared.pending).insert(b"1".to_vec(), call("typed"));
+        lock(&shared.pending).cancel(b"1");
+        lock(&shared.pending).insert(b"2".to_vec(), call("plain"));
+        let text = "x".repeat(100_000);
+        let line = format!(
+            "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}},\"jsonrpc\":\"2.0\",\"id\":2}}\n"
+        );
+        server_to_client(&shared, line.as_bytes());
+        let got = lock(&out.0).clone();
+        let v: serde_json::Value = serde_json::from_slice(&got).expect("one JSON line");
+        let t = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+        // The untyped call's treatment: its text cut, not replaced by the typed error.
+        assert!(t.starts_with("xxxx") && t.contains("bytes omitted"), "{v}");
+        assert!(t.len() < 20_000, "{} bytes", t.len());
+        // One line: at the server's end, the cancelled call gets no error.
+        assert_eq!(got.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+
+    #[test]
+    fn cancelled_requests_kept_are_bounded() {
+        let mut set = PendingSet::default();
+        let p = Pending {
+            method: Method::ToolsCall("t".into()),
+            cancelled: false,
+            modern: false,
+            task: false,
+        };
+        for i in 0..MAX_CANCELLED + 50 {
+            let id = i.to_string().into_bytes();
+            set.insert(id.clone(), p.clone());
+            set.cancel(&id);
+        }
+        assert_eq!(set.cancelled, MAX_CANCELLED);
+        assert_eq!(set.cancelled_calls, MAX_CANCELLED);
+        assert_eq!(set.by_id.len(), MAX_CANCELLED);
+        assert!(set.calls.is_empty());
+        // The newest is always kept.
+        assert!(set
+            .get((MAX_CANCELLED + 49).to_string().as_bytes())
+            .is_some());
     }
 
     #[test]
@@ -1483,9 +1617,13 @@ mod tests {
                 0 => {
                     pending.drain();
                 }
-                1..=44 => {
+                1..=39 => {
                     let id = format!("{}", next(6)).into_bytes();
                     pending.remove(&id);
+                }
+                40..=44 => {
+                    let id = format!("{}", next(6)).into_bytes();
+                    pending.cancel(&id);
                 }
                 _ => {
                     let method = methods
@@ -1506,6 +1644,11 @@ mod tests {
                 (&pending.calls, pending.lists, pending.tasks, pending.others),
                 (&fresh.calls, fresh.lists, fresh.tasks, fresh.others),
                 "step {step}: the counts follow the requests"
+            );
+            assert_eq!(
+                (pending.cancelled_calls, pending.cancelled),
+                (fresh.cancelled_calls, fresh.cancelled),
+                "step {step}: the cancelled counts follow the requests"
             );
             drop(pending);
             let fast = pick_treat(&shared);
