@@ -105,7 +105,7 @@ enum CallKey {
 impl CallKey {
     /// The tool and protocol generation the treatment is made from; a task's
     /// tool from `task_tools` (none while the task is unknown).
-    fn tool<'a>(&'a self, task_tools: &'a HashMap<Vec<u8>, String>) -> (Option<&'a str>, bool) {
+    fn tool<'a>(&'a self, task_tools: &'a TaskTools) -> (Option<&'a str>, bool) {
         match self {
             CallKey::Tool(name, modern) => (Some(&name[..]), *modern),
             CallKey::Task(task, modern) => (task_tools.get(&task[..]).map(String::as_str), *modern),
@@ -243,6 +243,38 @@ impl PendingSet {
     }
 }
 
+/// Tasks the proxy saw created, and the tool each one runs; at most
+/// [`MAX_TASKS`], the oldest forgotten first (a `tasks/result` for a forgotten
+/// task gets the global budget, untyped, as one for a task never seen).
+/// Protects: the proxy's memory in a long session of task-augmented calls.
+#[derive(Debug, Default)]
+struct TaskTools {
+    by_task: HashMap<Vec<u8>, String>,
+    order: std::collections::VecDeque<Vec<u8>>,
+}
+
+const MAX_TASKS: usize = 10_000;
+
+impl TaskTools {
+    fn get(&self, task: &[u8]) -> Option<&String> {
+        self.by_task.get(task)
+    }
+
+    fn insert(&mut self, task: Vec<u8>, tool: String) {
+        if let Some(t) = self.by_task.get_mut(&task) {
+            *t = tool;
+            return;
+        }
+        if self.order.len() >= MAX_TASKS {
+            if let Some(old) = self.order.pop_front() {
+                self.by_task.remove(&old);
+            }
+        }
+        self.order.push_back(task.clone());
+        self.by_task.insert(task, tool);
+    }
+}
+
 /// What `tools/list` told us about a tool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ToolFacts {
@@ -255,7 +287,7 @@ struct Shared {
     pending: Mutex<PendingSet>,
     tools: Mutex<HashMap<String, ToolFacts>>,
     /// Task id (raw JSON) → the tool whose result `tasks/result` will carry.
-    tasks: Mutex<HashMap<Vec<u8>, String>>,
+    tasks: Mutex<TaskTools>,
     tools_state: Mutex<ToolsState>,
     tools_cv: Condvar,
     client_out: Mutex<Box<dyn Write + Send>>,
@@ -278,7 +310,7 @@ impl Shared {
             cfg,
             pending: Mutex::new(PendingSet::default()),
             tools: Mutex::new(HashMap::new()),
-            tasks: Mutex::new(HashMap::new()),
+            tasks: Mutex::new(TaskTools::default()),
             tools_state: Mutex::new(ToolsState::default()),
             tools_cv: Condvar::new(),
             client_out: Mutex::new(client_out),
@@ -1140,10 +1172,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     if let (Method::ToolsCall(tool), true, Some(task_id)) =
                         (&pend.method, pend.task, tp.value.take())
                     {
-                        let mut tasks = lock(&shared.tasks);
-                        if tasks.len() < 10_000 {
-                            tasks.insert(task_id, tool.to_string());
-                        }
+                        lock(&shared.tasks).insert(task_id, tool.to_string());
                     }
                 }
                 if !own {
@@ -1549,6 +1578,25 @@ mod tests {
         assert!(t.len() < 20_000, "{} bytes", t.len());
         // One line: at the server's end, the cancelled call gets no error.
         assert_eq!(got.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+
+    #[test]
+    fn the_newest_tasks_are_remembered() {
+        let mut t = TaskTools::default();
+        for i in 0..MAX_TASKS + 50 {
+            t.insert(i.to_string().into_bytes(), format!("tool{i}"));
+        }
+        // A task id seen again keeps its place and takes the new tool.
+        t.insert(b"60".to_vec(), "again".into());
+        assert_eq!(t.by_task.len(), MAX_TASKS);
+        assert_eq!(t.order.len(), MAX_TASKS);
+        assert!(t.get(b"49").is_none(), "the oldest are forgotten");
+        assert_eq!(t.get(b"60").map(String::as_str), Some("again"));
+        let last = (MAX_TASKS + 49).to_string();
+        assert_eq!(
+            t.get(last.as_bytes()).map(String::as_str),
+            Some(format!("tool{last}").as_str())
+        );
     }
 
     #[test]
