@@ -576,8 +576,10 @@ impl Guard {
     }
 
     fn row(&self) -> Option<&Row> {
-        let name = std::str::from_utf8(&self.name).ok()?;
-        self.inventory.as_ref()?.row(name)
+        // Asked at every top-level argument: the name is read only when there
+        // is an inventory to look it up in.
+        let inv = self.inventory.as_ref()?;
+        inv.row(std::str::from_utf8(&self.name).ok()?)
     }
 
     /// Caps in force: the tool's own when its name is known, else the loosest known.
