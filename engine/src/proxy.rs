@@ -614,12 +614,15 @@ fn client_to_server<R: Read>(
                     if decided == Some(false) {
                         guard.not_a_call();
                     }
-                } else if facts.response && is_call && decided == Some(false) && !cut {
+                } else if is_call && decided == Some(false) && !cut {
+                    // Sent on as an answer or another method, it names tools/call
+                    // after all (after its result, or in a duplicate method):
+                    // the guard never measured it as a call.
                     cut = true;
                     held.clear();
                     shared.log(
                         LogLevel::Warn,
-                        "a line sent on as a response carried a tools/call method after its result; the rest of it was not forwarded",
+                        "a line sent on as not a call named tools/call later; the rest of it was not forwarded",
                     );
                 }
                 // The guard keeps measuring after a refusal, so the size it reports is exact.
@@ -673,7 +676,7 @@ fn client_to_server<R: Read>(
                 let clamp = if is_call { guard.clamp_to(&tool) } else { None };
                 let facts = guard.facts();
                 let refused_early = refused.take().is_some();
-                cut |= facts.response && is_call && decided == Some(false);
+                cut |= is_call && decided == Some(false);
                 match verdict {
                     _ if cut => {
                         // Part of it may have gone on: end that line, so the
@@ -685,7 +688,7 @@ fn client_to_server<R: Read>(
                             shared.answer_error(
                                 &facts.id,
                                 jsonrpc::INVALID_REQUEST,
-                                "resultbudget: the message carried a result or error before a tools/call method and was not forwarded",
+                                "resultbudget: the message named tools/call only after it was taken for another kind of message (a result, or another method first), and was not forwarded",
                             );
                         }
                     }

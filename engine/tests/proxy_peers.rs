@@ -333,6 +333,15 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
     s.send_raw(line.as_bytes());
     let (r, _) = s.until_id(&Value::from(77), 30);
     assert_eq!(r["error"]["code"], -32600, "{r}");
+    // So is a line whose first method is not a call and whose later duplicate
+    // `method` (which a server's parser keeps) is.
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":78,\"method\":\"ping\",\"params\":{{\"name\":\"store\",\"arguments\":{{\"payload\":\"{}\"}}}},\"method\":\"tools/call\"}}\n",
+        "x".repeat(100_000)
+    );
+    s.send_raw(line.as_bytes());
+    let (r, _) = s.until_id(&Value::from(78), 30);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
     // A line with no method that breaks the request cap before its `result` is
     // dropped, and its id (the server's) is not answered to the client.
     let line = format!(
