@@ -585,20 +585,33 @@ impl Guard {
     /// Caps in force: the tool's own when its name is known, else the loosest known.
     fn effective_caps(&self) -> ArgCaps {
         if let Some(r) = self.row() {
-            return r.arg_caps.unwrap_or(self.caps);
+            return r.arg_caps.map_or(self.caps, |rc| rc.over(self.caps));
         }
         if !self.name.is_empty() {
             return self.caps;
         }
+        self.loosest_caps()
+    }
+
+    /// The loosest caps of the guard's own and every inventory row's: what
+    /// holds while a call's tool is not known.
+    fn loosest_caps(&self) -> ArgCaps {
         let mut c = self.caps;
         if let Some(inv) = &self.inventory {
             for r in &inv.rows {
                 if let Some(rc) = r.arg_caps {
-                    c = c.loosest(rc);
+                    c = c.loosest(rc.over(self.caps));
                 }
             }
         }
         c
+    }
+
+    /// The most of a call a caller may have to hold before the guard refuses
+    /// it: the loosest `max_request_bytes` of any tool (a call's tool may be
+    /// named last).
+    pub fn max_hold(&self) -> u64 {
+        self.loosest_caps().max_request_bytes
     }
 
     fn note(&mut self, m: M, v: u64) {

@@ -95,7 +95,42 @@ pub struct Row {
     pub search_twin: Option<String>,
     pub query_params: Vec<String>,
     pub result: ResultBudget,
-    pub arg_caps: Option<ArgCaps>,
+    pub arg_caps: Option<RowArgCaps>,
+}
+
+/// Per-tool argument caps (`argument_caps`): each optional, and a cap the row
+/// does not name is the proxy's own (its flag or default), as for
+/// [`ResultBudget`]. An earlier reading took a cap the row left out as no cap
+/// at all, so a row naming only `max_arg_bytes` lifted every other cap,
+/// the request size included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowArgCaps {
+    pub max_arg_bytes: Option<u64>,
+    pub max_arg_items: Option<u64>,
+    pub max_arg_string_bytes: Option<u64>,
+    pub max_arg_string_chars: Option<u64>,
+    pub max_arg_keys: Option<u64>,
+    pub max_arg_depth: Option<u64>,
+    pub max_request_bytes: Option<u64>,
+}
+
+impl RowArgCaps {
+    /// The row's caps over `base`, the proxy's own.
+    pub fn over(&self, base: ArgCaps) -> ArgCaps {
+        ArgCaps {
+            max_arg_bytes: self.max_arg_bytes.unwrap_or(base.max_arg_bytes),
+            max_arg_items: self.max_arg_items.unwrap_or(base.max_arg_items),
+            max_arg_string_bytes: self
+                .max_arg_string_bytes
+                .unwrap_or(base.max_arg_string_bytes),
+            max_arg_string_chars: self
+                .max_arg_string_chars
+                .unwrap_or(base.max_arg_string_chars),
+            max_arg_keys: self.max_arg_keys.unwrap_or(base.max_arg_keys),
+            max_arg_depth: self.max_arg_depth.unwrap_or(base.max_arg_depth),
+            max_request_bytes: self.max_request_bytes.unwrap_or(base.max_request_bytes),
+        }
+    }
 }
 
 /// Per-tool result limits (each optional: the global flag applies otherwise).
@@ -490,14 +525,14 @@ fn parse_row(t: &Value) -> Result<Row, Vec<String>> {
     let arg_caps = o
         .get("argument_caps")
         .and_then(Value::as_object)
-        .map(|c| ArgCaps {
-            max_arg_bytes: get_u64(c, "max_arg_bytes").unwrap_or(u64::MAX),
-            max_arg_items: get_u64(c, "max_arg_items").unwrap_or(u64::MAX),
-            max_arg_string_bytes: get_u64(c, "max_arg_string_bytes").unwrap_or(u64::MAX),
-            max_arg_string_chars: get_u64(c, "max_arg_string_chars").unwrap_or(u64::MAX),
-            max_arg_keys: get_u64(c, "max_arg_keys").unwrap_or(u64::MAX),
-            max_arg_depth: get_u64(c, "max_arg_depth").unwrap_or(u64::MAX),
-            max_request_bytes: get_u64(c, "max_request_bytes").unwrap_or(u64::MAX),
+        .map(|c| RowArgCaps {
+            max_arg_bytes: get_u64(c, "max_arg_bytes"),
+            max_arg_items: get_u64(c, "max_arg_items"),
+            max_arg_string_bytes: get_u64(c, "max_arg_string_bytes"),
+            max_arg_string_chars: get_u64(c, "max_arg_string_chars"),
+            max_arg_keys: get_u64(c, "max_arg_keys"),
+            max_arg_depth: get_u64(c, "max_arg_depth"),
+            max_request_bytes: get_u64(c, "max_request_bytes"),
         });
     if !p.is_empty() {
         return Err(p);

@@ -574,7 +574,9 @@ fn client_to_server<R: Read>(
     };
     let mut guard = shared.cfg.guard.clone();
     guard.set_inventory(shared.cfg.inventory.clone());
-    let hold_cap = guard.caps().max_request_bytes;
+    // The guard refuses a call at this size at the latest, so the arm below
+    // that passes a line with no method on at the cap is a safety net only.
+    let hold_cap = guard.max_hold();
     // A line is held until its method is known; a tools/call line until the guard
     // has seen all of it (the guard refuses it before the hold passes its cap).
     let mut held: Vec<u8> = Vec::new();

@@ -479,3 +479,52 @@ fn filter_applies_a_named_tools_row() {
     assert_eq!(code, 2);
     assert!(err.contains("no row for tool nope"), "{err}");
 }
+
+#[test]
+fn a_rows_argument_caps_leave_the_caps_it_does_not_name_in_force() {
+    use resultbudget::guard::{ArgCaps, Guard, GuardVerdict};
+    use resultbudget::inventory::Inventory;
+    let inv = Inventory::load(&spec("agent-mcp-tool-inventory.json")).expect("the spec inventory");
+    let guard = || {
+        let mut g = Guard::new(ArgCaps::DEFAULT);
+        g.set_inventory(Some(inv.clone()));
+        g
+    };
+    let call = |params: String| {
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{params}}}")
+    };
+    // edit_file's row names max_arg_bytes (1 MiB) and max_arg_items only: a
+    // 600 000-byte string is under the first and over the default string cap.
+    let line = call(format!(
+        "{{\"name\":\"edit_file\",\"arguments\":{{\"path\":\"a\",\"edits\":[],\"note\":\"{}\"}}}}",
+        "e".repeat(600_000)
+    ));
+    let mut g = guard();
+    for c in line.as_bytes().chunks(65536) {
+        g.feed(c);
+    }
+    match g.finish("edit_file") {
+        Some(GuardVerdict::Cap { cap, limit, .. }) => {
+            assert_eq!((cap, limit), ("max_arg_string_bytes", 512 * 1024));
+        }
+        v => panic!("no string-cap verdict: {v:?}"),
+    }
+    // While a call's tool is not known (its name may come last), the loosest
+    // request cap of any row holds: write_file's 4 325 376 bytes, not none.
+    let mut g = guard();
+    assert_eq!(g.max_hold(), 4_325_376);
+    let line = call(format!(
+        "{{\"arguments\":{{\"content\":\"{}\"}},\"name\":\"write_file\"}}",
+        "w".repeat(5_000_000)
+    ));
+    let mut early_at = None;
+    let mut fed = 0;
+    for c in line.as_bytes().chunks(65536) {
+        fed += c.len();
+        if g.feed(c).is_some() && early_at.is_none() {
+            early_at = Some(fed);
+        }
+    }
+    let at = early_at.expect("an early verdict while the tool is unknown");
+    assert!(at <= 4_325_376 + 65536, "refused only after {at} bytes");
+}
