@@ -9,7 +9,7 @@
 use crate::inventory::{Class, Inventory, Row};
 use crate::mcp::push_json_string;
 use crate::record::PointerBuf;
-use crate::sniff::CAPTURE_CAP;
+use crate::sniff::Capture;
 use crate::tokenizer::{Tok, Tokenizer};
 
 /// Caps on `params.arguments` and on the whole request line.
@@ -327,7 +327,7 @@ enum Fact {
 /// What the proxy needs to know of a request line besides its verdict, read on
 /// the guard's own walk of it. Each field is the raw JSON text of a scalar as
 /// written (a string with its quotes and escapes); a value that is a container,
-/// or longer than [`CAPTURE_CAP`] bytes, is not taken, and of duplicate keys
+/// or longer than [`CAPTURE_CAP`](crate::sniff::CAPTURE_CAP) bytes, is not taken, and of duplicate keys
 /// the last one taken wins.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestFacts {
@@ -426,8 +426,7 @@ pub struct Guard {
     facts: RequestFacts,
     /// The fact a scalar in progress is read into, and its text so far.
     cap_to: Option<Fact>,
-    cap: Vec<u8>,
-    cap_over: bool,
+    cap: Capture,
 }
 
 impl Default for Guard {
@@ -476,8 +475,7 @@ impl Guard {
             facts_only: false,
             facts: RequestFacts::default(),
             cap_to: None,
-            cap: Vec::with_capacity(CAPTURE_CAP),
-            cap_over: false,
+            cap: Capture::new(),
         }
     }
 
@@ -517,8 +515,6 @@ impl Guard {
         self.facts_only = false;
         self.facts.clear();
         self.cap_to = None;
-        self.cap.clear();
-        self.cap_over = false;
     }
 
     /// The facts read so far.
@@ -536,26 +532,16 @@ impl Guard {
     /// Start reading a scalar into `f`.
     fn cap_start(&mut self, f: Fact, first: &[u8]) {
         self.cap_to = Some(f);
-        self.cap.clear();
-        self.cap_over = false;
-        self.cap_push(first);
-    }
-
-    fn cap_push(&mut self, bytes: &[u8]) {
-        if self.cap.len() + bytes.len() > CAPTURE_CAP {
-            self.cap_over = true;
-        } else {
-            self.cap.extend_from_slice(bytes);
-        }
+        self.cap.start(first);
     }
 
     /// The scalar ended: its fact becomes its text, unless it was too long.
     fn cap_end(&mut self) {
         if let Some(f) = self.cap_to.take() {
-            if !self.cap_over {
+            if let Some(text) = self.cap.text() {
                 let field = self.facts.field(f);
                 field.clear();
-                field.extend_from_slice(&self.cap);
+                field.extend_from_slice(text);
             }
         }
     }
@@ -945,7 +931,7 @@ impl Guard {
             }
             Tok::StrSpan(a, b) => {
                 if self.cap_to.is_some() {
-                    self.cap_push(chunk.get(a..b).unwrap_or(&[]));
+                    self.cap.push(chunk.get(a..b).unwrap_or(&[]));
                 }
                 if self.name_capture && self.name.len() < 256 {
                     self.name.extend_from_slice(chunk.get(a..b).unwrap_or(&[]));
@@ -958,7 +944,7 @@ impl Guard {
             }
             Tok::StrEnd => {
                 if self.cap_to.is_some() {
-                    self.cap_push(b"\"");
+                    self.cap.push(b"\"");
                     self.cap_end();
                 }
                 if self.name_capture {
@@ -983,7 +969,7 @@ impl Guard {
                     }
                 }
                 if self.cap_to.is_some() {
-                    self.cap_push(chunk.get(a..b).unwrap_or(&[]));
+                    self.cap.push(chunk.get(a..b).unwrap_or(&[]));
                 }
                 if in_args {
                     if self.num_start.is_none() {
@@ -1015,15 +1001,9 @@ impl Guard {
                 }
             }
             Tok::StrHeld => {
+                // A unit split across pieces (an escape, a UTF-8 sequence).
                 if self.cap_to.is_some() {
-                    // A unit split across pieces (an escape, a UTF-8 sequence).
-                    let mut unit = [0u8; 12];
-                    let h = self.lex.held();
-                    let n = h.len().min(unit.len());
-                    if let (Some(d), Some(src)) = (unit.get_mut(..n), h.get(..n)) {
-                        d.copy_from_slice(src);
-                    }
-                    self.cap_push(unit.get(..n).unwrap_or(&[]));
+                    self.cap.push(self.lex.held());
                 }
             }
             Tok::StrBegin { key: true } | Tok::Skipped(_) | Tok::NeedMore | Tok::Eof => {}

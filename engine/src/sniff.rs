@@ -9,6 +9,44 @@ use crate::tokenizer::{Tok, Tokenizer};
 /// Longest scalar kept raw (method names, ids, tool names).
 pub const CAPTURE_CAP: usize = 256;
 
+/// A scalar's raw JSON text, read piece by piece as it streams: at most
+/// [`CAPTURE_CAP`] bytes, and a longer one is not taken at all. Shared by the
+/// [`Walker`] and the request guard, which capture by the same rule.
+#[derive(Debug, Clone)]
+pub(crate) struct Capture {
+    buf: Vec<u8>,
+    over: bool,
+}
+
+impl Capture {
+    pub(crate) fn new() -> Capture {
+        Capture {
+            buf: Vec::with_capacity(CAPTURE_CAP),
+            over: false,
+        }
+    }
+
+    /// Start a new scalar with `first`.
+    pub(crate) fn start(&mut self, first: &[u8]) {
+        self.buf.clear();
+        self.over = false;
+        self.push(first);
+    }
+
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
+        if self.buf.len() + bytes.len() > CAPTURE_CAP {
+            self.over = true;
+        } else {
+            self.buf.extend_from_slice(bytes);
+        }
+    }
+
+    /// The text read, unless it was too long.
+    pub(crate) fn text(&self) -> Option<&[u8]> {
+        (!self.over).then_some(self.buf.as_slice())
+    }
+}
+
 /// What the walker does with the value at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -69,9 +107,8 @@ pub struct Walker {
     path: Vec<Seg>,
     /// Per open container: object or array, and an array's next index.
     objs: Vec<(bool, u64)>,
-    cap: Vec<u8>,
+    cap: Capture,
     capturing: bool,
-    cap_over: bool,
     in_num: bool,
     pending_key: Seg,
     done: bool,
@@ -89,9 +126,8 @@ impl Walker {
             lex: Tokenizer::default(),
             path: Vec::with_capacity(16),
             objs: Vec::with_capacity(16),
-            cap: Vec::with_capacity(CAPTURE_CAP),
+            cap: Capture::new(),
             capturing: false,
-            cap_over: false,
             in_num: false,
             pending_key: Seg::new(),
             done: false,
@@ -102,9 +138,7 @@ impl Walker {
         self.lex.reset();
         self.path.clear();
         self.objs.clear();
-        self.cap.clear();
         self.capturing = false;
-        self.cap_over = false;
         self.in_num = false;
         self.done = false;
     }
@@ -236,35 +270,28 @@ impl Walker {
                     }
                     self.start_cap(b"");
                 }
-                let bytes = chunk.get(a..b).unwrap_or(&[]);
-                self.push_cap(bytes);
+                self.cap.push(chunk.get(a..b).unwrap_or(&[]));
             }
             Tok::StrSpan(a, b) => {
                 if self.capturing {
-                    let bytes = chunk.get(a..b).unwrap_or(&[]);
-                    self.push_cap(bytes);
+                    self.cap.push(chunk.get(a..b).unwrap_or(&[]));
                 }
             }
             Tok::StrHeld => {
+                // A unit split across chunks (an escape, a UTF-8 sequence).
                 if self.capturing {
-                    let mut tmp = [0u8; 12];
-                    let h = self.lex.held();
-                    let n = h.len().min(12);
-                    if let (Some(d), Some(s)) = (tmp.get_mut(..n), h.get(..n)) {
-                        d.copy_from_slice(s);
-                    }
-                    self.push_cap(tmp.get(..n).unwrap_or(&[]));
+                    self.cap.push(self.lex.held());
                 }
             }
             Tok::StrEnd | Tok::NumEnd => {
                 self.in_num = false;
                 if self.capturing {
                     if tok == Tok::StrEnd {
-                        self.push_cap(b"\"");
+                        self.cap.push(b"\"");
                     }
                     self.capturing = false;
-                    if !self.cap_over {
-                        on(Event::Scalar(&self.path, &self.cap));
+                    if let Some(text) = self.cap.text() {
+                        on(Event::Scalar(&self.path, text));
                     }
                 }
             }
@@ -273,17 +300,7 @@ impl Walker {
     }
 
     fn start_cap(&mut self, first: &[u8]) {
-        self.cap.clear();
-        self.cap_over = false;
         self.capturing = true;
-        self.push_cap(first);
-    }
-
-    fn push_cap(&mut self, bytes: &[u8]) {
-        if self.cap.len() + bytes.len() > CAPTURE_CAP {
-            self.cap_over = true;
-            return;
-        }
-        self.cap.extend_from_slice(bytes);
+        self.cap.start(first);
     }
 }
