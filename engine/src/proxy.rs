@@ -584,8 +584,9 @@ fn client_to_server<R: Read>(
     let mut refused: Option<()> = None;
     // Some of the line has gone to the server (it streamed on).
     let mut streamed = false;
-    // A line passed on as a response turned out to carry a `tools/call`
-    // method too: the rest of it is not forwarded (see `specs/request-guard.md`).
+    // A line sent on as not a call (an answer, another method) named
+    // `tools/call` later: the rest of it is not forwarded (see
+    // `specs/request-guard.md`).
     let mut cut = false;
     loop {
         if !reader.buffered() {
@@ -723,16 +724,15 @@ fn client_to_server<R: Read>(
                         let _ = shared.send_client(&line);
                     }
                     _ => {
-                        if is_call {
-                            if let Some((max, a, b)) = clamp {
-                                shared.log(
-                                    LogLevel::Info,
-                                    &format!("clamped the limit of {tool} to {max}"),
-                                );
-                                let (a, b) = (a as usize, b as usize);
-                                if a <= b && b <= held.len() {
-                                    held.splice(a..b, max.to_string().into_bytes());
-                                }
+                        // `clamp` is only ever set for a call.
+                        if let Some((max, a, b)) = clamp {
+                            shared.log(
+                                LogLevel::Info,
+                                &format!("clamped the limit of {tool} to {max}"),
+                            );
+                            let (a, b) = (a as usize, b as usize);
+                            if a <= b && b <= held.len() {
+                                held.splice(a..b, max.to_string().into_bytes());
                             }
                         }
                         if is_call {
@@ -1151,14 +1151,11 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 };
                 if let Some(tid) = target {
                     lock(&shared.pending).remove(&tid);
-                    jsonrpc::error_line(
-                        &mut line_out,
-                        Some(&tid),
+                    shared.answer_error(
+                        &tid,
                         jsonrpc::INTERNAL_ERROR,
                         &format!("resultbudget: the server sent a malformed response ({e}); it was not forwarded"),
                     );
-                    line_out.push(b'\n');
-                    let _ = shared.send_client(&line_out);
                 }
             } else {
                 // Ids are per direction: the id of a request or notification
