@@ -323,6 +323,11 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
             "{r}"
         );
     }
+    // A raw line sent; the client's answer for `id`, and the lines before it.
+    let answer_for = |s: &mut Raw, line: String, id: i64| {
+        s.send_raw(line.as_bytes());
+        s.until_id(&Value::from(id), 30)
+    };
     // A line that began as an answer and then names tools/call is not a call the guard
     // has seen: what is left of it never reaches the server, and the client is told.
     let pad = "p".repeat(100_000);
@@ -330,8 +335,7 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
         "{{\"jsonrpc\":\"2.0\",\"id\":77,\"result\":{{\"pad\":\"{pad}\"}},\"method\":\"tools/call\",\"params\":{{\"name\":\"store\",\"arguments\":{{\"payload\":\"{}\"}}}}}}\n",
         "x".repeat(9000)
     );
-    s.send_raw(line.as_bytes());
-    let (r, _) = s.until_id(&Value::from(77), 30);
+    let (r, _) = answer_for(&mut s, line, 77);
     assert_eq!(r["error"]["code"], -32600, "{r}");
     // So is a line whose first method is not a call and whose later duplicate
     // `method` (which a server's parser keeps) is.
@@ -339,14 +343,15 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
         "{{\"jsonrpc\":\"2.0\",\"id\":78,\"method\":\"ping\",\"params\":{{\"name\":\"store\",\"arguments\":{{\"payload\":\"{}\"}}}},\"method\":\"tools/call\"}}\n",
         "x".repeat(100_000)
     );
-    s.send_raw(line.as_bytes());
-    let (r, _) = s.until_id(&Value::from(78), 30);
+    let (r, _) = answer_for(&mut s, line, 78);
     assert_eq!(r["error"]["code"], -32600, "{r}");
-    // A line with no method that breaks the request cap before its `result` is
-    // dropped, and its id (the server's) is not answered to the client.
+    // A line with no method that breaks the request cap before its `result` (in
+    // an earlier 64 KiB piece) is dropped, and its id (the server's) is not
+    // answered to the client: no line for it comes before the answers to the
+    // next two.
     let line = format!(
         "{{\"jsonrpc\":\"2.0\",\"id\":88,\"pad\":\"{}\",\"result\":{{}}}}\n",
-        "q".repeat(10_000)
+        "q".repeat(100_000)
     );
     s.send_raw(line.as_bytes());
     // A request whose method comes after the cap is dropped whole, its long tail too
@@ -356,14 +361,16 @@ fn answers_to_the_server_pass_and_only_calls_are_held() {
         "q".repeat(70_000),
         "t".repeat(200_000)
     );
-    s.send_raw(line.as_bytes());
-    let (r, _) = s.until_id(&Value::from(90), 30);
+    let (r, before_90) = answer_for(&mut s, line, 90);
     assert_eq!(r["error"]["code"], -32602, "{r}");
     s.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
         "params":{"name":"store","arguments":{"payload":"after"}}}));
-    let (r, others) = s.until_id(&Value::from(3), 30);
+    let (r, before_3) = s.until_id(&Value::from(3), 30);
     assert_eq!(text(&r["result"], 0), "stored", "{r}");
-    assert!(others.iter().all(|o| o["id"] != 88), "{others:?}");
+    assert!(
+        before_90.iter().chain(&before_3).all(|o| o["id"] != 88),
+        "{before_90:?} {before_3:?}"
+    );
     let _ = s.wait(20);
     let seen = std::fs::read_to_string(&log).unwrap();
     let lines: Vec<&str> = seen.lines().collect();
