@@ -390,6 +390,8 @@ pub struct Projector {
     id: Vec<u8>,
     /// The message has a top-level `method`: a request or a notification.
     has_method: bool,
+    /// A top-level `result` or `error` key was read.
+    has_answer: bool,
     block_hold: bool,
     /// The hold of a text string in progress (when no block hold covers it).
     text_hold: bool,
@@ -451,6 +453,7 @@ impl Projector {
             id_hold: false,
             id: Vec::with_capacity(64),
             has_method: false,
+            has_answer: false,
             block_hold: false,
             text_hold: false,
             block_mark: None,
@@ -509,6 +512,7 @@ impl Projector {
         self.id_hold = false;
         self.id.clear();
         self.has_method = false;
+        self.has_answer = false;
         self.block_hold = false;
         self.text_hold = false;
         self.block_mark = None;
@@ -531,6 +535,12 @@ impl Projector {
     /// notification, whose `id` (if any) is its sender's, not an answer's.
     pub fn has_method(&self) -> bool {
         self.has_method
+    }
+
+    /// Whether the message has a top-level `result` or `error` key (so far):
+    /// it began as an answer, even if it breaks before its `id`.
+    pub fn has_answer(&self) -> bool {
+        self.has_answer
     }
 
     /// Encoded size of the original `result` value (after `finish`).
@@ -823,8 +833,12 @@ impl Projector {
             return;
         };
         let key_ok = !self.lex.key_overflowed();
-        if level == Level::Envelope && self.lex.key() == b"method" {
-            self.has_method = true;
+        if level == Level::Envelope {
+            match self.lex.key() {
+                b"method" => self.has_method = true,
+                b"result" | b"error" => self.has_answer = true,
+                _ => {}
+            }
         }
         self.path.push_key(self.lex.key(), key_ok);
         let act = if key_ok {

@@ -1144,10 +1144,19 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     &format!("dropped a malformed line from the server: {e}"),
                 );
                 // A server's own request is not an answer to any of the client's.
+                // Without a readable id, the line is taken for the only pending
+                // call's answer only if it began as one (a top-level `result` or
+                // `error`): anything else is stray output (a debug print on
+                // stdout), which the SDK clients skip while the call goes on, and
+                // so does the proxy.
                 let target = if proj.has_method() {
                     None
+                } else if id.is_some() {
+                    id.clone()
+                } else if proj.has_answer() {
+                    only_pending(shared)
                 } else {
-                    id.clone().or_else(|| only_pending(shared))
+                    None
                 };
                 if let Some(tid) = target {
                     lock(&shared.pending).remove(&tid);
@@ -1580,6 +1589,82 @@ mod tests {
         assert!(t.len() < 20_000, "{} bytes", t.len());
         // One line: at the server's end, the cancelled call gets no error.
         assert_eq!(got.iter().filter(|&&b| b == b'\n').count(), 1);
+    }
+
+    /// The client's lines after `server` is read with `pending` calls (ids)
+    /// waiting, one parsed value per line.
+    fn client_sees(pending: &[&[u8]], server: &str) -> Vec<serde_json::Value> {
+        let out = Shared8::default();
+        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        for id in pending {
+            lock(&shared.pending).insert(
+                id.to_vec(),
+                Pending {
+                    method: Method::ToolsCall("plain".into()),
+                    cancelled: false,
+                    modern: false,
+                    task: false,
+                },
+            );
+        }
+        server_to_client(&shared, server.as_bytes());
+        let got = lock(&out.0).clone();
+        got.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap_or(serde_json::Value::Null))
+            .collect()
+    }
+
+    #[test]
+    fn stray_output_from_the_server_does_not_fail_a_pending_call() {
+        // A server that prints to stdout (a log line, a Python dict's repr)
+        // while one call is in flight: the SDK clients skip such lines and the
+        // call goes on to its answer, so the proxy drops them and answers nothing.
+        let answer =
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"done"}]}}"#;
+        let got = client_sees(
+            &[b"7"],
+            &format!("Starting work...\n{{'status': 'ok'}}\n[1, 2\n{answer}\n"),
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["id"], 7);
+        assert_eq!(got[0]["result"]["content"][0]["text"], "done", "{got:?}");
+    }
+
+    #[test]
+    fn a_broken_answer_fails_the_call_it_answers() {
+        // An answer broken before its id: the only pending call gets the error.
+        let got = client_sees(
+            &[b"7"],
+            "{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"ab\n",
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["id"], 7);
+        assert_eq!(got[0]["error"]["code"], jsonrpc::INTERNAL_ERROR, "{got:?}");
+        // An error broken before its id, likewise.
+        let got = client_sees(&[b"7"], "{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-1,\n");
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["id"], 7, "{got:?}");
+        // With its id read, the call it names gets the error, whatever else waits.
+        let got = client_sees(
+            &[b"7", b"8"],
+            "{\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{\"content\":tru\n",
+        );
+        // (At the server's end, the call still waiting gets its own error.)
+        let malformed = |v: &serde_json::Value| {
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("malformed response"))
+        };
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0]["id"], 8, "{got:?}");
+        assert!(malformed(&got[0]), "{got:?}");
+        assert_eq!(got[1]["id"], 7, "{got:?}");
+        assert!(!malformed(&got[1]), "{got:?}");
+        // Without an id and with two calls waiting, no call is guessed at.
+        let got = client_sees(&[b"7", b"8"], "{\"result\":{\"content\":[\n");
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(!got.iter().any(malformed), "{got:?}");
     }
 
     #[test]

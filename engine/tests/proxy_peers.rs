@@ -271,6 +271,22 @@ fn python_client_survives_a_server_crash() {
 }
 
 #[test]
+fn stray_lines_on_the_servers_stdout_do_not_fail_the_call() {
+    // Both SDK clients skip a line that is not JSON and keep waiting for the
+    // call's answer; through the proxy the call must not fare worse (it used to
+    // get an error for the stray line, and its real answer was then dropped).
+    let calls = json!([{"name":"chatty","arguments":{"n_lines":3}},
+                       {"name":"big_text","arguments":{"n_bytes":5}}]);
+    for client in [py_client, ts_client] {
+        let direct = client(&json!({"command": pyserver_cmd(), "calls": calls}));
+        let via = client(&json!({"command": proxied(&[], &pyserver_cmd()), "calls": calls}));
+        assert_eq!(direct[0]["ok"], true, "{direct:?}");
+        assert_eq!(text(&direct[0]["result"], 0), "chatty done");
+        assert_eq!(direct, via);
+    }
+}
+
+#[test]
 fn python_client_answers_a_sampling_request_larger_than_the_request_cap() {
     // A client's answer to the server's own request is not a call: it is never held,
     // guarded or refused, whatever its size (here 3 MB against the 2 MiB request cap).

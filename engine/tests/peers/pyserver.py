@@ -81,6 +81,17 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool(structured_output=False)
+def chatty(n_lines: int = 2) -> str:
+    """Print stray lines on the protocol's stdout, as servers that log there do,
+    then answer."""
+    log(f"chatty {n_lines}")
+    for i in range(n_lines):
+        os.write(WIRE, f"chatty: working on step {i}\n".encode())
+    os.write(WIRE, b"{'step': 'done'}\n")
+    return "chatty done"
+
+
 def late_rows(n: int) -> list[dict]:
     """Return n rows (typed; a tool the server adds while it runs)."""
     log(f"late_rows {n}")
