@@ -2170,6 +2170,7 @@ pub fn assert_facts(facts: &RequestFacts, chunks: &[&[u8]], what: &str) {
     let doc: Vec<u8> = chunks.concat();
     if valid_up_to(&doc, DEFAULT_NESTING as usize) != Some(true) {
         want.response = facts.response;
+        want.first_call = facts.first_call;
     }
     assert_eq!(
         facts, &want,
@@ -2185,9 +2186,14 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     use std::cell::Cell;
     const VERSION: &[u8] = b"io.modelcontextprotocol/protocolVersion";
     let response = Cell::new(false);
+    // In token order: the first method taken, or result/error before any.
+    let first_call: Cell<Option<bool>> = Cell::new(None);
     let mut decide = |path: &[Seg]| match path {
         [k] if k.is(b"result") || k.is(b"error") => {
             response.set(true);
+            if first_call.get().is_none() {
+                first_call.set(Some(false));
+            }
             Want::Skip
         }
         [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
@@ -2208,7 +2214,12 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
         match ev {
             Event::Enter([p, k], true) if p.is(b"params") && k.is(b"task") => f.task = true,
             Event::Scalar(path, raw) => match path {
-                [k] if k.is(b"method") => set(&mut f.method, raw),
+                [k] if k.is(b"method") => {
+                    if first_call.get().is_none() {
+                        first_call.set(Some(raw == b"\"tools/call\""));
+                    }
+                    set(&mut f.method, raw)
+                }
                 [k] if k.is(b"id") => set(&mut f.id, raw),
                 [_, k] if k.is(b"name") => set(&mut f.name, raw),
                 [_, k] if k.is(b"requestId") => set(&mut f.request_id, raw),
@@ -2230,6 +2241,7 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
         let _ = w.finish(&mut decide, &mut on);
     }
     f.response = response.get();
+    f.first_call = first_call.get();
     f
 }
 
@@ -2353,7 +2365,7 @@ pub fn guard_one(data: &[u8]) {
         let f = g.facts();
         if decided {
             assert!(early.is_none(), "a verdict after not_a_call: {early:?}");
-        } else if (!f.method.is_empty() && !f.is_call()) || (f.method.is_empty() && f.response) {
+        } else if f.first_call == Some(false) {
             g.not_a_call();
             decided = true;
         }

@@ -348,6 +348,11 @@ pub struct RequestFacts {
     /// A top-level `result` or `error` member was seen (the line answers one of
     /// the server's requests, unless it also has a method).
     pub response: bool,
+    /// What the line showed itself to be first, in the order of its tokens
+    /// (so however its pieces fall): `Some(true)` if its first top-level
+    /// `method` taken is `"tools/call"`, `Some(false)` if that method is another
+    /// or a top-level `result` or `error` came before any; `None` until then.
+    pub first_call: Option<bool>,
 }
 
 impl RequestFacts {
@@ -365,6 +370,7 @@ impl RequestFacts {
         }
         self.task = false;
         self.response = false;
+        self.first_call = None;
     }
 
     fn field(&mut self, f: Fact) -> &mut Vec<u8> {
@@ -535,14 +541,46 @@ impl Guard {
         self.cap.start(first);
     }
 
-    /// The scalar ended: its fact becomes its text, unless it was too long.
-    fn cap_end(&mut self) {
+    /// The scalar ended at `pos` in the chunk: its fact becomes its text,
+    /// unless it was too long.
+    fn cap_end(&mut self, pos: usize) {
         if let Some(f) = self.cap_to.take() {
             if let Some(text) = self.cap.text() {
+                let call = text == b"\"tools/call\"";
                 let field = self.facts.field(f);
                 field.clear();
                 field.extend_from_slice(text);
+                if f == Fact::Method {
+                    self.shown(call, pos);
+                }
             }
+        }
+    }
+
+    /// The line showed what it is (its first method, or a `result` or `error`
+    /// before any), at `pos` in the chunk. A cap it broke before this token
+    /// counts whatever it turns out to be, so it is looked for here, at this
+    /// token, and not only where the chunk ends: the verdict does not depend
+    /// on where the line was split. After a kind other than a call, no later
+    /// cap counts (see [`Guard::feed`]).
+    fn shown(&mut self, call: bool, pos: usize) {
+        if self.facts.first_call.is_some() {
+            return;
+        }
+        self.facts.first_call = Some(call);
+        if self.early.is_some() || self.facts_only {
+            return;
+        }
+        let at = self.lex.offset_at(pos).min(self.line_bytes);
+        let slot = M::RequestBytes as usize;
+        let whole = self.max.get(slot).map(|m| m.0);
+        if let Some(m) = self.max.get_mut(slot) {
+            m.0 = at;
+        }
+        let caps = self.effective_caps();
+        self.early = self.first_violation(&caps);
+        if let (Some(m), Some(w)) = (self.max.get_mut(slot), whole) {
+            m.0 = w;
         }
     }
 
@@ -565,15 +603,20 @@ impl Guard {
         // Asked at every top-level argument: the name is read only when there
         // is an inventory to look it up in.
         let inv = self.inventory.as_ref()?;
+        if self.name_capture {
+            return None;
+        }
         inv.row(std::str::from_utf8(&self.name).ok()?)
     }
 
-    /// Caps in force: the tool's own when its name is known, else the loosest known.
+    /// Caps in force: the tool's own when its name is known, else the loosest
+    /// known. A name still being read (a chunk ended inside it) is not known
+    /// yet: its first bytes would name another tool, or none.
     fn effective_caps(&self) -> ArgCaps {
         if let Some(r) = self.row() {
             return r.arg_caps.map_or(self.caps, |rc| rc.over(self.caps));
         }
-        if !self.name.is_empty() {
+        if !self.name.is_empty() && !self.name_capture {
             return self.caps;
         }
         self.loosest_caps()
@@ -642,6 +685,7 @@ impl Guard {
     /// Feed a piece of the line. Returns a verdict as soon as a cap is crossed
     /// (the caller stops holding the line; feeding on keeps sizes exact).
     pub fn feed(&mut self, bytes: &[u8]) -> Option<GuardVerdict> {
+        let had_early = self.early.is_some();
         self.line_bytes += bytes.len() as u64;
         self.note_request_bytes();
         if !self.broken {
@@ -665,12 +709,17 @@ impl Guard {
                 self.path = p;
             }
         }
-        if self.early.is_none() && !self.facts_only {
+        // A line that showed another kind than a call is measured no more
+        // (what it broke before it showed that was looked for then).
+        if self.early.is_none() && !self.facts_only && self.facts.first_call != Some(false) {
             let caps = self.effective_caps();
             self.early = self.first_violation(&caps);
-            return self.early.clone();
         }
-        None
+        if had_early {
+            None
+        } else {
+            self.early.clone()
+        }
     }
 
     fn note_request_bytes(&mut self) {
@@ -691,6 +740,13 @@ impl Guard {
             return Some(v);
         }
         self.contract(tool)
+    }
+
+    /// Whether the line is not valid JSON as far as the guard read it (after
+    /// [`Guard::end_line`], including a line that ended early). Its measures
+    /// stop where it broke, so a caller must not forward it as checked.
+    pub fn is_broken(&self) -> bool {
+        self.broken
     }
 
     /// The line ended: read what its end completes (a top-level scalar).
@@ -817,6 +873,7 @@ impl Guard {
                     (1, b"id") => self.expect = Expect::Id,
                     (1, b"result" | b"error") => {
                         self.facts.response = true;
+                        self.shown(false, pos);
                         self.lex.skip_one(depth);
                     }
                     (2, b"name") if self.params_open => self.expect = Expect::Name,
@@ -906,7 +963,7 @@ impl Guard {
                     match tok {
                         Tok::Lit(l) => {
                             self.cap_start(f, l.text());
-                            self.cap_end();
+                            self.cap_end(pos);
                         }
                         _ => self.cap_start(f, b"\""),
                     }
@@ -945,7 +1002,7 @@ impl Guard {
             Tok::StrEnd => {
                 if self.cap_to.is_some() {
                     self.cap.push(b"\"");
-                    self.cap_end();
+                    self.cap_end(pos);
                 }
                 if self.name_capture {
                     self.name_capture = false;
@@ -983,7 +1040,7 @@ impl Guard {
                 }
             }
             Tok::NumEnd => {
-                self.cap_end();
+                self.cap_end(pos);
                 if in_args {
                     if let Some(s) = self.num_start.take() {
                         if self.frames.len() == 1 && self.top_key == b"limit" {

@@ -480,7 +480,7 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
 /// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
 /// by asking the server itself (every page), so the typed-success rule holds
 /// even for a client that never lists tools. Waits at most `TOOLS_WAIT`.
-fn ensure_tools(shared: &Shared, to_server: &mut ToServer, version: &[u8]) {
+fn ensure_tools<W: Write>(shared: &Shared, to_server: &mut ToServer<W>, version: &[u8]) {
     if lock(&shared.tools_state).known {
         return;
     }
@@ -567,6 +567,33 @@ fn client_to_server<R: Read>(
     server_in: ChildStdin,
     child: &Mutex<Child>,
 ) {
+    // The server's stdin is closed when the relay returns.
+    relay_client(shared, input, server_in);
+    // Client EOF: give the server a moment to exit, then end it.
+    let deadline = Instant::now() + shared.cfg.grace;
+    loop {
+        let mut c = lock(child);
+        match c.try_wait() {
+            Ok(Some(_)) | Err(_) => return,
+            Ok(None) if Instant::now() >= deadline => {
+                shared.log(
+                    LogLevel::Warn,
+                    "the server did not exit after stdin closed; ending it",
+                );
+                let _ = c.kill();
+                return;
+            }
+            Ok(None) => {
+                drop(c);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// The client's lines to `server_in` until the client's input ends: guarded,
+/// registered as pending, refused ones answered on the client's side.
+fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
     let mut reader = LineReader::new(input);
     let mut to_server = ToServer {
         pipe: Some(server_in),
@@ -588,6 +615,8 @@ fn client_to_server<R: Read>(
     // `tools/call` later: the rest of it is not forwarded (see
     // `specs/request-guard.md`).
     let mut cut = false;
+    // Only whitespace so far (a blank line is passed on, never "broken").
+    let mut blank = true;
     loop {
         if !reader.buffered() {
             // Nothing more to read without waiting: what is batched goes now.
@@ -602,22 +631,24 @@ fn client_to_server<R: Read>(
         };
         match piece {
             Piece::Data(bytes) => {
+                if blank && bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                    blank = false;
+                }
                 // One walk of the guard reads the facts and measures a call.
                 let verdict = guard.feed(bytes);
                 let facts = guard.facts();
                 let is_call = facts.is_call();
                 if decided.is_none() {
-                    if !facts.method.is_empty() {
-                        decided = Some(is_call);
-                    } else if facts.response {
-                        // A top-level `result` or `error` before any `method`:
-                        // an answer to one of the server's requests, never held.
-                        decided = Some(false);
-                    }
+                    // Decided by what the line showed first, in token order (so
+                    // however its pieces fall): its first method, or a top-level
+                    // `result` or `error` before any method, which makes it an
+                    // answer to one of the server's requests, never held.
+                    decided = facts.first_call;
                     if decided == Some(false) {
                         guard.not_a_call();
                     }
-                } else if is_call && decided == Some(false) && !cut {
+                }
+                if is_call && decided == Some(false) && !cut {
                     // Sent on as an answer or another method, it names tools/call
                     // after all (after its result, or in a duplicate method):
                     // the guard never measured it as a call.
@@ -628,8 +659,10 @@ fn client_to_server<R: Read>(
                         "a line sent on as not a call named tools/call later; the rest of it was not forwarded",
                     );
                 }
-                // The guard keeps measuring after a refusal, so the size it reports is exact.
-                if decided != Some(false) && verdict.is_some() && refused.is_none() {
+                // The guard keeps measuring after a refusal, so the size it reports
+                // is exact. It gives no verdict for what a line broke after it
+                // showed it is not a call (`Guard::feed`).
+                if verdict.is_some() && refused.is_none() {
                     refused = Some(());
                     held = Vec::new();
                 }
@@ -680,6 +713,7 @@ fn client_to_server<R: Read>(
                 let facts = guard.facts();
                 let refused_early = refused.take().is_some();
                 cut |= is_call && decided == Some(false);
+                let broken = guard.is_broken() && !blank;
                 match verdict {
                     _ if cut => {
                         // Part of it may have gone on: end that line, so the
@@ -692,6 +726,25 @@ fn client_to_server<R: Read>(
                                 &facts.id,
                                 jsonrpc::INVALID_REQUEST,
                                 "resultbudget: the message named tools/call only after it was taken for another kind of message (a result, or another method first), and was not forwarded",
+                            );
+                        }
+                    }
+                    _ if broken => {
+                        // Not valid JSON: the guard's measures stop where it broke,
+                        // and a lenient parser (lone surrogates, `NaN`) could still
+                        // run what follows unmeasured. Never forwarded as checked.
+                        if streamed {
+                            to_server.line(b"\n");
+                        }
+                        shared.log(
+                            LogLevel::Warn,
+                            "dropped a line from the client that is not valid JSON",
+                        );
+                        if !facts.id.is_empty() && !facts.method.is_empty() {
+                            shared.answer_error(
+                                &facts.id,
+                                jsonrpc::PARSE_ERROR,
+                                "resultbudget: the request is not valid JSON, so its arguments could not be checked; it was not forwarded",
                             );
                         }
                     }
@@ -749,6 +802,7 @@ fn client_to_server<R: Read>(
                 decided = None;
                 streamed = false;
                 cut = false;
+                blank = true;
                 guard.reset();
                 if end {
                     break;
@@ -757,28 +811,7 @@ fn client_to_server<R: Read>(
             Piece::Eof { partial: false } => break,
         }
     }
-    // Client EOF: close the server's stdin, give it a moment, then end it.
     to_server.flush();
-    drop(to_server);
-    let deadline = Instant::now() + shared.cfg.grace;
-    loop {
-        let mut c = lock(child);
-        match c.try_wait() {
-            Ok(Some(_)) | Err(_) => return,
-            Ok(None) if Instant::now() >= deadline => {
-                shared.log(
-                    LogLevel::Warn,
-                    "the server did not exit after stdin closed; ending it",
-                );
-                let _ = c.kill();
-                return;
-            }
-            Ok(None) => {
-                drop(c);
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-    }
 }
 
 /// The server's stdin, with the whole request lines batched for it (as the
@@ -786,12 +819,12 @@ fn client_to_server<R: Read>(
 /// input waits to be read, when the batch is full, and before anything
 /// written on its own (a long line streamed on, the proxy's own
 /// `tools/list`). `pipe` is `None` once a write failed.
-struct ToServer {
-    pipe: Option<ChildStdin>,
+struct ToServer<W> {
+    pipe: Option<W>,
     batch: LineBatch,
 }
 
-impl ToServer {
+impl<W: Write> ToServer<W> {
     /// A whole line, newline included, to go with the batch.
     fn line(&mut self, bytes: &[u8]) {
         let pipe = &mut self.pipe;
@@ -812,7 +845,7 @@ impl ToServer {
 }
 
 /// Write `bytes` to the server's stdin; forget the pipe once a write fails.
-fn write_pipe(pipe: &mut Option<ChildStdin>, bytes: &[u8]) {
+fn write_pipe<W: Write>(pipe: &mut Option<W>, bytes: &[u8]) {
     if let Some(si) = pipe.as_mut() {
         if si.write_all(bytes).and_then(|_| si.flush()).is_err() {
             *pipe = None;
@@ -1076,14 +1109,17 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             tp.feed(bytes);
         }
         if deciding {
+            // The probe reads the line's first `lookahead` bytes and no more, so
+            // whether the id is found does not depend on where the reads split it.
+            let room = shared.cfg.lookahead.saturating_sub(look.len());
+            probe.feed(bytes.get(..room).unwrap_or(bytes));
             look.extend_from_slice(bytes);
-            probe.feed(bytes);
             let resolved = probe
                 .value
                 .clone()
                 .map(|id| resolve(shared, &id))
                 .or_else(|| {
-                    (look.len() > shared.cfg.lookahead || end || probe.failed)
+                    (look.len() >= shared.cfg.lookahead || end || probe.failed)
                         .then(|| fallback_treat(shared))
                 });
             if let Some(t) = resolved {
@@ -1415,20 +1451,30 @@ fn pick_treat(shared: &Shared) -> Pick {
 fn fallback_treat(shared: &Shared) -> Treat {
     let pending = lock(&shared.pending);
     for cancelled in [false, true] {
-        let mut best: Option<Treat> = None;
+        // The tightest: typed before untyped, then the smaller result budget;
+        // ties go by tool name and protocol, so the pick does not hang on the
+        // pending map's order.
+        type Rank = (bool, u64, Option<String>, bool);
+        let mut best: Option<(Rank, Treat)> = None;
         for (id, p) in pending.iter() {
             if p.cancelled != cancelled {
                 continue;
             }
             if let Method::ToolsCall(_) | Method::TasksResult(_) = p.method {
-                let (_, t) = shared.treat_for(id, p);
-                let typed = matches!(&t, Treat::ToolResult(c) if c.typed);
-                if best.is_none() || typed {
-                    best = Some(t);
+                let (lim, mut t) = shared.treat_for(id, p);
+                let Treat::ToolResult(c) = &mut t else {
+                    continue;
+                };
+                // Which call this answers is not known: a receipt names the
+                // response's own id, not the id of the call guessed at.
+                c.request_id = None;
+                let rank = (!c.typed, lim.max_result_bytes, c.tool.clone(), c.modern);
+                if best.as_ref().is_none_or(|(r, _)| rank < *r) {
+                    best = Some((rank, t));
                 }
             }
         }
-        if let Some(t) = best {
+        if let Some((_, t)) = best {
             return t;
         }
     }
@@ -1484,6 +1530,7 @@ pub fn relay_server_output<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::guard::ArgCaps;
 
     /// The obvious form of [`pick_treat`]: every pending call's treatment
     /// built and compared whole.
@@ -1665,6 +1712,430 @@ mod tests {
         let got = client_sees(&[b"7", b"8"], "{\"result\":{\"content\":[\n");
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(!got.iter().any(malformed), "{got:?}");
+    }
+
+    /// Hands out its bytes in reads of the sizes given (in turn), as a pipe
+    /// may split them.
+    struct Pieces {
+        data: Vec<u8>,
+        at: usize,
+        sizes: Vec<usize>,
+        k: usize,
+    }
+
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let want = self.sizes.get(self.k % self.sizes.len().max(1)).copied();
+            self.k += 1;
+            let left = self.data.get(self.at..).unwrap_or(&[]);
+            let n = want
+                .unwrap_or(usize::MAX)
+                .max(1)
+                .min(buf.len())
+                .min(left.len());
+            buf[..n].copy_from_slice(&left[..n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    /// Xorshift, for the generated sessions below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n.max(1) as u64) as usize
+        }
+
+        fn pick<'a>(&mut self, of: &[&'a str]) -> &'a str {
+            of.get(self.below(of.len())).copied().unwrap_or("")
+        }
+
+        /// Read sizes: whole reads, single bytes, or a mix up to 2 000 bytes.
+        fn sizes(&mut self) -> Vec<usize> {
+            match self.below(4) {
+                0 => vec![1],
+                1 => (0..64).map(|_| 1 + self.below(7)).collect(),
+                _ => (0..64).map(|_| 1 + self.below(2000)).collect(),
+            }
+        }
+
+        /// A JSON string's text (quoted) of about `n` characters, with escapes.
+        fn string(&mut self, n: usize) -> String {
+            let mut t = String::from("\"");
+            for _ in 0..n {
+                t.push_str(self.pick(&[
+                    "a",
+                    "b",
+                    " ",
+                    "\\n",
+                    "\\\"",
+                    "\\u00e9",
+                    "é",
+                    "\\ud83d\\ude00",
+                ]));
+            }
+            t.push('"');
+            t
+        }
+
+        /// A JSON value of some depth, size and string lengths around the
+        /// test caps.
+        fn value(&mut self, depth: usize) -> String {
+            match self.below(if depth > 7 { 3 } else { 6 }) {
+                0 => self
+                    .pick(&["1", "-0.5e3", "true", "null", "12345678901234567890"])
+                    .to_string(),
+                1 => {
+                    let n = [
+                        self.below(20),
+                        480 + self.below(160),
+                        2900 + self.below(300),
+                    ];
+                    let n = n.get(self.below(3)).copied().unwrap_or(0);
+                    self.string(n)
+                }
+                2 => {
+                    let n = self.below(12);
+                    self.string(n)
+                }
+                3 | 4 => {
+                    let n = if depth <= 2 && self.below(4) == 0 {
+                        18 + self.below(5)
+                    } else {
+                        self.below(4)
+                    };
+                    let items: Vec<String> = (0..n).map(|_| self.value(depth + 1)).collect();
+                    format!("[{}]", items.join(","))
+                }
+                _ => {
+                    let n = if depth <= 2 && self.below(4) == 0 {
+                        18 + self.below(5)
+                    } else {
+                        self.below(4)
+                    };
+                    let members: Vec<String> = (0..n)
+                        .map(|i| format!("\"k{i}\":{}", self.value(depth + 1)))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }
+            }
+        }
+
+        fn id(&mut self) -> String {
+            self.pick(&["1", "2", "3", "\"a\"", "4", "5"]).to_string()
+        }
+    }
+
+    /// A line under 60 000 bytes (so no relay streams it) from `make`.
+    fn bounded(r: &mut Rng, make: fn(&mut Rng) -> String) -> String {
+        loop {
+            let l = make(r);
+            if l.len() < 60_000 {
+                return l;
+            }
+        }
+    }
+
+    /// A line a client might send, hostile shapes included.
+    fn client_line(r: &mut Rng) -> String {
+        let id = r.id();
+        let answer_len = r.below(4000);
+        let answer = r.string(answer_len);
+        let tool = r.pick(&["\"plain\"", "\"wide\"", "\"typed\"", "\"wid\\u0065\""]);
+        let args = r.value(1);
+        let line = match r.below(12) {
+            0 | 1 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{tool},\"arguments\":{args}}}}}"),
+            2 => format!("{{\"jsonrpc\":\"2.0\",\"params\":{{\"arguments\":{args},\"name\":{tool}}},\"method\":\"tools/call\",\"id\":{id}}}"),
+            3 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{tool},\"arguments\":{args},\"task\":{{\"ttl\":5}},\"_meta\":{{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}}}}"),
+            4 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":{}}}]}}}}", answer),
+            5 => format!("{{\"jsonrpc\":\"2.0\",\"result\":{args},\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{tool},\"arguments\":{{}}}}}}"),
+            6 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{args},\"method\":\"tools/call\"}}"),
+            7 => format!("{{\"jsonrpc\":\"2.0\",\"params\":{{\"uri\":{args}}},\"method\":\"resources/read\",\"id\":{id}}}"),
+            8 => format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}"),
+            9 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}"),
+            10 => "  ".to_string(),
+            _ => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{tool},\"arguments\":{args},\"name\":\"plain\"}},\"method\":\"ping\"}}"),
+        };
+        if r.below(8) == 0 {
+            // Broken: cut short, or garbage after the value.
+            let cut = r.below(line.len());
+            let mut b = line.into_bytes();
+            b.truncate(cut);
+            String::from_utf8_lossy(&b).into_owned()
+        } else {
+            line
+        }
+    }
+
+    /// A line a server might send while `ids` wait, hostile shapes included.
+    fn server_line(r: &mut Rng) -> String {
+        let id = r.id();
+        let text_len = r.below(1500);
+        let text = r.string(text_len);
+        let content = format!(
+            "[{{\"type\":\"text\",\"text\":{text}}},{{\"type\":\"text\",\"text\":\"tail\"}}]"
+        );
+        let structured = r.value(1);
+        let result = match r.below(3) {
+            0 => format!("{{\"content\":{content}}}"),
+            1 => format!("{{\"content\":{content},\"structuredContent\":{{\"v\":{structured}}},\"extra\":1}}"),
+            _ => format!("{{\"content\":[],\"structuredContent\":{{\"v\":{structured}}},\"isError\":false}}"),
+        };
+        let line = match r.below(10) {
+            0..=2 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"),
+            3 | 4 => format!("{{\"result\":{result},\"jsonrpc\":\"2.0\",\"id\":{id}}}"),
+            5 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"sampling/createMessage\",\"params\":{{\"messages\":{structured}}}}}"),
+            6 => format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progress\":1,\"data\":{structured}}}}}"),
+            7 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32000,\"message\":{text}}}}}"),
+            8 => r.pick(&["debug: working", "{'status': 'ok'}", "", "[1,2"]).to_string(),
+            _ => format!("{{\"result\":{{\"task\":{{\"taskId\":\"t{}\",\"status\":\"working\"}}}},\"jsonrpc\":\"2.0\",\"id\":{id}}}", r.below(3)),
+        };
+        if r.below(8) == 0 {
+            let cut = r.below(line.len());
+            let mut b = line.into_bytes();
+            b.truncate(cut);
+            String::from_utf8_lossy(&b).into_owned()
+        } else {
+            line
+        }
+    }
+
+    /// Lines as one list, the errors for calls the server never answered
+    /// (written in the pending map's order) sorted among themselves.
+    fn lines_of(out: &[u8]) -> Vec<Vec<u8>> {
+        let (mut orphans, mut rest): (Vec<Vec<u8>>, Vec<Vec<u8>>) = out
+            .split_inclusive(|&b| b == b'\n')
+            .map(<[u8]>::to_vec)
+            .partition(|l| l.windows(22).any(|w| w == b"exited before answerin"));
+        orphans.sort();
+        rest.extend(orphans);
+        rest
+    }
+
+    /// Bytes for a failure message: the head and the tail of a long text.
+    fn short(b: &[u8]) -> String {
+        let t = String::from_utf8_lossy(b);
+        let c: Vec<char> = t.chars().collect();
+        if c.len() <= 1200 {
+            return t.into_owned();
+        }
+        let head: String = c.iter().take(800).collect();
+        let tail: String = c.iter().skip(c.len() - 300).collect();
+        format!("{head} …[{} characters]… {tail}", c.len() - 1100)
+    }
+
+    fn split_test_config(lookahead: usize, max_hold: usize) -> ProxyConfig {
+        let caps = ArgCaps {
+            max_arg_bytes: 4000,
+            max_arg_items: 20,
+            max_arg_string_bytes: 600,
+            max_arg_string_chars: 550,
+            max_arg_keys: 20,
+            max_arg_depth: 6,
+            max_request_bytes: 6000,
+        };
+        let inv = Inventory::parse(
+            r#"{"tools":[{"tool":"wide","server":"test","surface":"test","classification":"mutation",
+            "read_only":false,"limit":null,"cursor":null,"per_item_budget_bytes":null,
+            "result_budget":{"max_result_bytes":2048},"backend_query_bound":"one",
+            "structured_content_policy":"typed_whole_or_error",
+            "argument_caps":{"max_arg_bytes":9000,"max_arg_string_bytes":3100,
+            "max_arg_string_chars":3100,"max_request_bytes":12000}}]}"#,
+        )
+        .ok();
+        assert!(inv.is_some(), "the test inventory parses");
+        ProxyConfig {
+            limits: McpLimits {
+                max_result_bytes: 1500,
+                max_text_bytes: 600,
+                max_text_block_bytes: 400,
+                max_content_blocks: 3,
+                max_list_items: 5,
+                max_map_keys: 5,
+                max_string_bytes: 100,
+                max_depth: 4,
+                max_structured_bytes: 700,
+                max_nesting: 64,
+            },
+            inventory: inv,
+            guard: Guard::new(caps),
+            lookahead,
+            max_hold,
+            log_level: LogLevel::Error,
+            ..ProxyConfig::default()
+        }
+    }
+
+    fn fresh_shared(cfg: ProxyConfig, out: &Shared8) -> Shared {
+        let shared = Shared::new(cfg, Box::new(out.clone()));
+        lock(&shared.tools_state).known = true;
+        for (name, typed) in [("typed", true), ("plain", false), ("wide", false)] {
+            lock(&shared.tools).insert(
+                name.into(),
+                ToolFacts {
+                    typed,
+                    read_only: typed,
+                },
+            );
+        }
+        shared
+    }
+
+    /// The pending requests, as a sorted list (the map's order is its own).
+    fn pending_list(shared: &Shared) -> Vec<String> {
+        let mut v: Vec<String> = lock(&shared.pending)
+            .iter()
+            .map(|(id, p)| format!("{} {:?}", String::from_utf8_lossy(id), p))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_client_relay_does_the_same_however_reads_split_its_input() {
+        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let mut refused = 0;
+        let mut forwarded = 0;
+        for session in 0..300 {
+            let lines: Vec<String> = (0..1 + r.below(6))
+                .map(|_| bounded(&mut r, client_line))
+                .collect();
+            let input = format!("{}\n", lines.join("\n")).into_bytes();
+            let run = |sizes: Vec<usize>| {
+                let to_client = Shared8::default();
+                let to_server = Shared8::default();
+                let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
+                let reader = Pieces {
+                    data: input.clone(),
+                    at: 0,
+                    sizes,
+                    k: 0,
+                };
+                relay_client(&shared, reader, to_server.clone());
+                let c = lock(&to_client.0).clone();
+                let s = lock(&to_server.0).clone();
+                (c, s, pending_list(&shared))
+            };
+            let whole = run(vec![usize::MAX]);
+            refused += whole.0.iter().filter(|&&b| b == b'\n').count();
+            forwarded += whole.1.iter().filter(|&&b| b == b'\n').count();
+            for _ in 0..3 {
+                let sizes = r.sizes();
+                let split = run(sizes.clone());
+                assert!(
+                    split == whole,
+                    "session {session}, reads {:?}…: the relay differs\ninput: {}\nclient: {}\n  vs: {}\nserver: {}\n  vs: {}\npending: {:?}\n  vs: {:?}",
+                    sizes.get(..8),
+                    short(&input),
+                    short(&whole.0),
+                    short(&split.0),
+                    short(&whole.1),
+                    short(&split.1),
+                    whole.2,
+                    split.2
+                );
+            }
+        }
+        // The sessions reached both sides: lines refused and lines sent on.
+        assert!(
+            refused > 100 && forwarded > 300,
+            "{refused} answered, {forwarded} sent on"
+        );
+    }
+
+    #[test]
+    fn the_server_relay_does_the_same_however_reads_split_its_output() {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut cut = 0;
+        for session in 0..400 {
+            // Calls with different treatments wait, so the relay reads ahead
+            // for ids; the look-ahead is short, so ids fall on both sides of it.
+            let mut pending: Vec<(String, Pending)> = Vec::new();
+            for id in ["1", "2", "3", "\"a\"", "4"] {
+                if r.below(3) == 0 {
+                    continue;
+                }
+                let method = match r.below(6) {
+                    0 => Method::ToolsList,
+                    1 => Method::TasksResult(Arc::from(&b"\"t1\""[..])),
+                    k => Method::ToolsCall(Arc::from(["typed", "plain", "wide", "other"][k - 2])),
+                };
+                pending.push((
+                    id.to_string(),
+                    Pending {
+                        method,
+                        cancelled: r.below(6) == 0,
+                        modern: r.below(4) == 0,
+                        task: r.below(5) == 0,
+                    },
+                ));
+            }
+            let lines: Vec<String> = (0..1 + r.below(6))
+                .map(|_| bounded(&mut r, server_line))
+                .collect();
+            let input = format!("{}\n", lines.join("\n")).into_bytes();
+            let lookahead = 200 + r.below(1500);
+            // A small hold makes long lines stream; a broken one then leaves a
+            // line begun, which depends on where the reads fell: compared
+            // without the lines that are not JSON.
+            let max_hold = if r.below(3) == 0 { 1200 } else { 8 << 20 };
+            let run = |sizes: Vec<usize>| {
+                let to_client = Shared8::default();
+                let shared = fresh_shared(split_test_config(lookahead, max_hold), &to_client);
+                lock(&shared.tasks).insert(b"\"t1\"".to_vec(), "typed".into());
+                for (id, p) in &pending {
+                    lock(&shared.pending).insert(id.as_bytes().to_vec(), p.clone());
+                    if p.cancelled {
+                        lock(&shared.pending).cancel(id.as_bytes());
+                    }
+                }
+                let reader = Pieces {
+                    data: input.clone(),
+                    at: 0,
+                    sizes,
+                    k: 0,
+                };
+                server_to_client(&shared, reader);
+                let out = lock(&to_client.0).clone();
+                let mut lines = lines_of(&out);
+                if max_hold < (1 << 20) {
+                    lines.retain(|l| serde_json::from_slice::<serde_json::Value>(l).is_ok());
+                } else {
+                    for l in &lines {
+                        assert!(
+                            serde_json::from_slice::<serde_json::Value>(l).is_ok(),
+                            "session {session}: a line the client gets is not JSON: {}",
+                            String::from_utf8_lossy(l)
+                        );
+                    }
+                }
+                (lines, pending_list(&shared))
+            };
+            let whole = run(vec![usize::MAX]);
+            cut += whole
+                .0
+                .iter()
+                .filter(|l| l.windows(7).any(|w| w == b"omitted"))
+                .count();
+            for _ in 0..3 {
+                let sizes = r.sizes();
+                let split = run(sizes.clone());
+                assert!(
+                    split == whole,
+                    "session {session}, look-ahead {lookahead}, hold {max_hold}, reads {:?}…: the relay differs\ninput: {}\nclient: {:?}\n  vs: {:?}",
+                    sizes.get(..8),
+                    short(&input),
+                    whole.0.iter().map(|l| short(l)).collect::<Vec<_>>(),
+                    split.0.iter().map(|l| short(l)).collect::<Vec<_>>(),
+                );
+            }
+        }
+        // The sessions reached the budgets.
+        assert!(cut > 50, "only {cut} answers were cut");
     }
 
     #[test]

@@ -303,6 +303,39 @@ fn python_client_answers_a_sampling_request_larger_than_the_request_cap() {
 }
 
 #[test]
+fn a_call_the_guard_cannot_read_never_reaches_the_server() {
+    // The reference server parses with `JSON.parse`, which reads a lone surrogate
+    // escape as a string; the guard rejects it as JSON and stops measuring there. A
+    // message after it, over `--max-arg-string-bytes 1000`, used to reach the server
+    // unchecked (and came back in the echo).
+    let mut s = Raw::spawn(
+        &proxied(&["--max-arg-string-bytes", "1000"], &everything_cmd()),
+        &[],
+    );
+    s.initialize();
+    let message = "m".repeat(5_000);
+    let lone = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"pad\":\"\\ud800\",\"message\":\"{message}\"}}}}}}\n"
+    );
+    s.send_raw(lone.as_bytes());
+    // (The server's notifications may come first.)
+    let v = std::iter::from_fn(|| s.next(30))
+        .find(|v| v.get("method").is_none())
+        .unwrap_or_default();
+    assert_eq!(v["id"], 7, "{v}");
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+    // The same call without the lone surrogate is refused by its cap, and a small
+    // one still reaches the server.
+    let plain = s.call(8, "echo", json!({"pad": "p", "message": message}));
+    assert_eq!(
+        plain["result"]["_meta"]["resultbudget/refusal"]["cap"], "max_arg_string_bytes",
+        "{plain}"
+    );
+    let ok = s.call(9, "echo", json!({"message": "small"}));
+    assert_eq!(ok["result"]["content"][0]["text"], "Echo: small", "{ok}");
+}
+
+#[test]
 fn answers_to_the_server_pass_and_only_calls_are_held() {
     let dir = tmpdir("answers");
     let log = dir.join("server.log");
