@@ -683,7 +683,11 @@ impl Guard {
     }
 
     /// Feed a piece of the line. Returns a verdict as soon as a cap is crossed
-    /// (the caller stops holding the line; feeding on keeps sizes exact).
+    /// (the caller stops holding the line; feeding on keeps sizes exact), once.
+    /// Caps count until the line shows it is not a call
+    /// ([`RequestFacts::first_call`]): one broken before that token is returned
+    /// (from the piece that holds the token, if no earlier piece ended past the
+    /// break), one broken after it is not.
     pub fn feed(&mut self, bytes: &[u8]) -> Option<GuardVerdict> {
         let had_early = self.early.is_some();
         self.line_bytes += bytes.len() as u64;

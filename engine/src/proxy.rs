@@ -1825,6 +1825,17 @@ mod tests {
             }
         }
 
+        /// One line in eight cut short at a random byte (a broken line).
+        fn sometimes_cut(&mut self, line: String) -> String {
+            if self.below(8) != 0 {
+                return line;
+            }
+            let cut = self.below(line.len());
+            let mut b = line.into_bytes();
+            b.truncate(cut);
+            String::from_utf8_lossy(&b).into_owned()
+        }
+
         fn id(&mut self) -> String {
             self.pick(&["1", "2", "3", "\"a\"", "4", "5"]).to_string()
         }
@@ -1860,15 +1871,7 @@ mod tests {
             10 => "  ".to_string(),
             _ => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{tool},\"arguments\":{args},\"name\":\"plain\"}},\"method\":\"ping\"}}"),
         };
-        if r.below(8) == 0 {
-            // Broken: cut short, or garbage after the value.
-            let cut = r.below(line.len());
-            let mut b = line.into_bytes();
-            b.truncate(cut);
-            String::from_utf8_lossy(&b).into_owned()
-        } else {
-            line
-        }
+        r.sometimes_cut(line)
     }
 
     /// A line a server might send while `ids` wait, hostile shapes included.
@@ -1894,14 +1897,7 @@ mod tests {
             8 => r.pick(&["debug: working", "{'status': 'ok'}", "", "[1,2"]).to_string(),
             _ => format!("{{\"result\":{{\"task\":{{\"taskId\":\"t{}\",\"status\":\"working\"}}}},\"jsonrpc\":\"2.0\",\"id\":{id}}}", r.below(3)),
         };
-        if r.below(8) == 0 {
-            let cut = r.below(line.len());
-            let mut b = line.into_bytes();
-            b.truncate(cut);
-            String::from_utf8_lossy(&b).into_owned()
-        } else {
-            line
-        }
+        r.sometimes_cut(line)
     }
 
     /// Lines as one list, the errors for calls the server never answered
