@@ -1194,13 +1194,24 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 } else {
                     None
                 };
-                if let Some(tid) = target {
-                    lock(&shared.pending).remove(&tid);
-                    shared.answer_error(
+                // Only a request still pending is answered; the proxy's own
+                // `tools/list` is the proxy's to give up on, never the client's
+                // to hear about (it never sent that id).
+                let p = target.and_then(|tid| {
+                    let p = lock(&shared.pending).remove(&tid)?;
+                    Some((tid, p))
+                });
+                match p {
+                    Some((tid, p)) if p.method == Method::ProxyToolsList => {
+                        lock(&shared.tools_state).answered.push(tid);
+                        shared.tools_cv.notify_all();
+                    }
+                    Some((tid, _)) => shared.answer_error(
                         &tid,
                         jsonrpc::INTERNAL_ERROR,
                         &format!("resultbudget: the server sent a malformed response ({e}); it was not forwarded"),
-                    );
+                    ),
+                    None => {}
                 }
             } else {
                 // Ids are per direction: the id of a request or notification
@@ -1289,7 +1300,9 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     // The server is gone: answer everything still pending.
     let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
     for (id, p) in pending {
-        if p.cancelled {
+        // A cancelled call is not waited for; the proxy's own `tools/list` is
+        // not the client's.
+        if p.cancelled || p.method == Method::ProxyToolsList {
             continue;
         }
         outcome.orphaned += 1;
@@ -1712,6 +1725,49 @@ mod tests {
         let got = client_sees(&[b"7", b"8"], "{\"result\":{\"content\":[\n");
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(!got.iter().any(malformed), "{got:?}");
+        // An id nothing waits for (a second answer, say) is not answered.
+        let got = client_sees(&[b"7"], "{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":tru\n");
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["id"], 7, "{got:?}");
+        assert!(!malformed(&got[0]), "{got:?}");
+    }
+
+    #[test]
+    fn the_proxys_own_tools_list_is_never_answered_to_the_client() {
+        let out = Shared8::default();
+        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let own = b"\"resultbudget-tools-0\"".to_vec();
+        let p = Pending {
+            method: Method::ProxyToolsList,
+            cancelled: false,
+            modern: false,
+            task: false,
+        };
+        lock(&shared.pending).insert(own.clone(), p.clone());
+        // A broken answer to it (the server wrote a lone surrogate, say): the
+        // proxy stops waiting for it, and the client, which never sent that id,
+        // hears nothing.
+        server_to_client(
+            &shared,
+            "{\"jsonrpc\":\"2.0\",\"id\":\"resultbudget-tools-0\",\"result\":{\"tools\":[\"\\ud83d\"]}}\n"
+                .as_bytes(),
+        );
+        assert!(
+            lock(&out.0).is_empty(),
+            "{:?}",
+            String::from_utf8_lossy(&lock(&out.0))
+        );
+        assert!(lock(&shared.tools_state).answered.contains(&own));
+        assert!(lock(&shared.pending).get(&own).is_none());
+        // Still pending when the server exits: nothing for the client either.
+        lock(&shared.pending).insert(own.clone(), p);
+        let outcome = server_to_client(&shared, &b""[..]);
+        assert!(
+            lock(&out.0).is_empty(),
+            "{:?}",
+            String::from_utf8_lossy(&lock(&out.0))
+        );
+        assert_eq!(outcome.orphaned, 0);
     }
 
     /// Hands out its bytes in reads of the sizes given (in turn), as a pipe
