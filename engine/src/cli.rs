@@ -302,7 +302,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         match ev {
             crate::framing::Piece::Data(bytes) => {
                 in_bytes += bytes.len() as u64;
-                if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                if blank && crate::framing::has_content(bytes) {
                     blank = false;
                 }
                 if !failed {

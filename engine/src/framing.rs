@@ -3,6 +3,12 @@
 
 use std::io::Read;
 
+/// Whether `bytes` hold something other than the whitespace a blank line may
+/// carry (spaces, tabs, a CR before the newline).
+pub fn has_content(bytes: &[u8]) -> bool {
+    bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+}
+
 /// Read buffer size; also the most a single piece can be.
 pub const READ_BUF: usize = 64 * 1024;
 

@@ -413,6 +413,8 @@ pub struct Guard {
     params_open: bool,
     meta_open: bool,
     path: PointerBuf,
+    /// The largest of each measure and where it was (`M::RequestBytes`'s slot
+    /// is unused: the request's size is `line_bytes`, or a token's offset).
     max: [(u64, PointerBuf); 7],
     args_start: Option<u64>,
     args_bytes: Option<u64>,
@@ -572,16 +574,8 @@ impl Guard {
             return;
         }
         let at = self.lex.offset_at(pos).min(self.line_bytes);
-        let slot = M::RequestBytes as usize;
-        let whole = self.max.get(slot).map(|m| m.0);
-        if let Some(m) = self.max.get_mut(slot) {
-            m.0 = at;
-        }
         let caps = self.effective_caps();
-        self.early = self.first_violation(&caps);
-        if let (Some(m), Some(w)) = (self.max.get_mut(slot), whole) {
-            m.0 = w;
-        }
+        self.early = self.first_violation(&caps, at);
     }
 
     /// The tool name, once read (raw JSON string contents).
@@ -652,11 +646,18 @@ impl Guard {
         }
     }
 
-    fn first_violation(&self, caps: &ArgCaps) -> Option<GuardVerdict> {
+    /// The first cap broken by the measures so far, the request taken as
+    /// `request_bytes` long (the line so far, or up to a token).
+    fn first_violation(&self, caps: &ArgCaps, request_bytes: u64) -> Option<GuardVerdict> {
         for m in METRICS {
             let (v, p) = self.max.get(m as usize)?;
+            let v = if m == M::RequestBytes {
+                request_bytes
+            } else {
+                *v
+            };
             let cap = m.cap(caps);
-            if *v > cap {
+            if v > cap {
                 let pointer = if m == M::RequestBytes {
                     String::new()
                 } else {
@@ -673,7 +674,7 @@ impl Guard {
                     cap: m.cap_name(),
                     pointer,
                     limit: cap,
-                    size: *v,
+                    size: v,
                     what: m.what(),
                     unit: m.unit(),
                 });
@@ -691,7 +692,6 @@ impl Guard {
     pub fn feed(&mut self, bytes: &[u8]) -> Option<GuardVerdict> {
         let had_early = self.early.is_some();
         self.line_bytes += bytes.len() as u64;
-        self.note_request_bytes();
         if !self.broken {
             let mut pos = 0;
             loop {
@@ -717,18 +717,12 @@ impl Guard {
         // (what it broke before it showed that was looked for then).
         if self.early.is_none() && !self.facts_only && self.facts.first_call != Some(false) {
             let caps = self.effective_caps();
-            self.early = self.first_violation(&caps);
+            self.early = self.first_violation(&caps, self.line_bytes);
         }
         if had_early {
             None
         } else {
             self.early.clone()
-        }
-    }
-
-    fn note_request_bytes(&mut self) {
-        if let Some(slot) = self.max.get_mut(M::RequestBytes as usize) {
-            slot.0 = self.line_bytes;
         }
     }
 
@@ -740,7 +734,7 @@ impl Guard {
             self.name = tool.as_bytes().to_vec();
         }
         let caps = self.effective_caps();
-        if let Some(v) = self.first_violation(&caps) {
+        if let Some(v) = self.first_violation(&caps, self.line_bytes) {
             return Some(v);
         }
         self.contract(tool)

@@ -631,7 +631,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
         };
         match piece {
             Piece::Data(bytes) => {
-                if blank && bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                if blank && framing::has_content(bytes) {
                     blank = false;
                 }
                 // One walk of the guard reads the facts and measures a call.
@@ -1098,7 +1098,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             tools_probe = pick.lists.then(ToolsProbe::default);
             task_probe = pick.tasks.then(ScalarProbe::task_id);
         }
-        if bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+        if blank && framing::has_content(bytes) {
             blank = false;
         }
         in_bytes += bytes.len() as u64;
@@ -1779,6 +1779,17 @@ mod tests {
         k: usize,
     }
 
+    impl Pieces {
+        fn new(data: Vec<u8>, sizes: Vec<usize>) -> Pieces {
+            Pieces {
+                data,
+                at: 0,
+                sizes,
+                k: 0,
+            }
+        }
+    }
+
     impl Read for Pieces {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
             let want = self.sizes.get(self.k % self.sizes.len().max(1)).copied();
@@ -2061,12 +2072,7 @@ mod tests {
                 let to_client = Shared8::default();
                 let to_server = Shared8::default();
                 let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
-                let reader = Pieces {
-                    data: input.clone(),
-                    at: 0,
-                    sizes,
-                    k: 0,
-                };
+                let reader = Pieces::new(input.clone(), sizes);
                 relay_client(&shared, reader, to_server.clone());
                 let c = lock(&to_client.0).clone();
                 let s = lock(&to_server.0).clone();
@@ -2145,12 +2151,7 @@ mod tests {
                         lock(&shared.pending).cancel(id.as_bytes());
                     }
                 }
-                let reader = Pieces {
-                    data: input.clone(),
-                    at: 0,
-                    sizes,
-                    k: 0,
-                };
+                let reader = Pieces::new(input.clone(), sizes);
                 server_to_client(&shared, reader);
                 let out = lock(&to_client.0).clone();
                 let mut lines = lines_of(&out);

@@ -69,7 +69,7 @@ impl LineProjector {
                 None => (input, &[][..], false),
             };
             input = rest;
-            if piece.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r')) {
+            if self.blank && crate::framing::has_content(piece) {
                 self.blank = false;
             }
             if self.failed.is_none() {
