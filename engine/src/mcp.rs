@@ -247,8 +247,10 @@ pub(crate) fn unit_prefix(
         };
         let (e, d) = if *esc == b'u' {
             match hex4(enc, i + 2).unwrap_or(0) {
-                // A high surrogate: the pair is one unit of four bytes.
-                0xD800..=0xDBFF => (12, 4),
+                // A high surrogate: the pair is one unit of four bytes; one
+                // with no low half after it (read as U+FFFD when lone
+                // surrogates are on) is a unit of its own, as any lone one.
+                0xD800..=0xDBFF if is_low_escape(enc, i + 6) => (12, 4),
                 0..=0x7F => (6, 1),
                 0x80..=0x7FF => (6, 2),
                 _ => (6, 3),
@@ -262,6 +264,12 @@ pub(crate) fn unit_prefix(
         i += e;
         dec += d;
     }
+}
+
+/// Whether `enc[i..]` begins with the escape of a low surrogate.
+fn is_low_escape(enc: &[u8], i: usize) -> bool {
+    enc.get(i..i + 2) == Some(b"\\u")
+        && hex4(enc, i + 2).is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -470,6 +478,15 @@ impl Projector {
 
     pub fn limits(&self) -> &McpLimits {
         &self.lim
+    }
+
+    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
+    /// `JSON.stringify` writes for a string cut inside a pair) as one
+    /// character, as U+FFFD, instead of refusing the input (off by default;
+    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
+    /// bytes are kept or cut like any other unit, never changed.
+    pub fn set_lone_surrogates(&mut self, on: bool) {
+        self.lex.set_lone_surrogates(on);
     }
 
     /// Use other limits from the next `begin` on (they must be valid).
@@ -1570,7 +1587,13 @@ mod tests {
                         .ok()
                         .and_then(|h| u32::from_str_radix(h, 16).ok())
                         .unwrap_or(0);
-                    if (0xD800..0xDC00).contains(&cp) {
+                    let low = enc
+                        .get(i + 6..i + 12)
+                        .filter(|e| e.starts_with(b"\\u"))
+                        .and_then(|e| std::str::from_utf8(&e[2..]).ok())
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .is_some_and(|lo| (0xDC00..0xE000).contains(&lo));
+                    if (0xD800..0xDC00).contains(&cp) && low {
                         (12, 4)
                     } else if cp < 0x80 {
                         (6, 1)
@@ -1613,6 +1636,9 @@ mod tests {
                 "\\uFFFF", "\\ud83d\\ude00", "\\uDBFF\\uDFFF", "\\uE000",
             ])
             .prop_map(|s| s.as_bytes().to_vec()),
+            // Lone surrogates (valid content when they are read as U+FFFD).
+            1 => prop::sample::select(vec!["\\ud83d", "\\uDC00", "\\uDBFF"])
+                .prop_map(|s| s.as_bytes().to_vec()),
         ]
     }
 

@@ -35,6 +35,9 @@ pub const DEFAULT_MAX_NESTING: u32 = 1024;
 /// How many decoded bytes of a key are kept for matching and for JSON Pointers.
 pub const KEY_CAP: usize = 128;
 
+/// U+FFFD in UTF-8: what a decoded key holds for a lone surrogate escape.
+const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
 /// The tokens a policy sees. Spans index the chunk passed to [`Tokenizer::next`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tok {
@@ -1202,6 +1205,9 @@ pub struct Tokenizer {
     chars_total: u64,
     /// Whether strings' characters are counted ([`Tokenizer::set_count_chars`]).
     count_chars: bool,
+    /// Whether a surrogate escape outside a pair is read as a character
+    /// ([`Tokenizer::set_lone_surrogates`]).
+    lone_surrogates: bool,
     esc: Esc,
     utf_need: u8,
     utf_lo: u8,
@@ -1213,6 +1219,10 @@ pub struct Tokenizer {
     /// unit completes) the whole unit when it is kept.
     held: [u8; 12],
     held_len: u8,
+    /// Bytes after `held_len` that begin the next unit: a lone high surrogate
+    /// was emitted from `held` while the escape after it, also held, goes on.
+    /// Moved to the front when the string's scan resumes.
+    held_next: u8,
     /// Bytes of the current multi-byte unit seen in earlier chunks (counted
     /// whether or not the unit is kept).
     prev_unit_bytes: u8,
@@ -1268,6 +1278,7 @@ impl Tokenizer {
             dec_total: 0,
             chars_total: 0,
             count_chars: true,
+            lone_surrogates: false,
             esc: Esc::None,
             utf_need: 0,
             utf_lo: 0,
@@ -1276,6 +1287,7 @@ impl Tokenizer {
             low: 0,
             held: [0; 12],
             held_len: 0,
+            held_next: 0,
             prev_unit_bytes: 0,
             unit_from_prev: false,
             unit_start: 0,
@@ -1293,9 +1305,10 @@ impl Tokenizer {
     pub fn reset(&mut self) {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
-        let count_chars = self.count_chars;
+        let (count_chars, lone) = (self.count_chars, self.lone_surrogates);
         *self = Tokenizer::with_stack(self.max_depth, stack);
         self.count_chars = count_chars;
+        self.lone_surrogates = lone;
     }
 
     /// Open containers at this point.
@@ -1381,6 +1394,18 @@ impl Tokenizer {
     /// [`Tokenizer::reset`] keeps the setting.
     pub fn set_count_chars(&mut self, on: bool) {
         self.count_chars = on;
+    }
+
+    /// Whether a `\u` escape of a surrogate that is not half of a well-formed
+    /// pair (`"\ud83d"`, which JavaScript's `JSON.stringify` writes for a
+    /// string cut inside a pair) is read as one character instead of refused
+    /// with [`ErrorKind::LoneSurrogate`] (off by default). Such an escape is
+    /// one unit of 6 encoded bytes that decodes to 3, as U+FFFD, the
+    /// character a UTF-8 reader puts in its place; a decoded key holds
+    /// U+FFFD there. Its bytes are copied unchanged like any other unit.
+    /// [`Tokenizer::reset`] keeps the setting.
+    pub fn set_lone_surrogates(&mut self, on: bool) {
+        self.lone_surrogates = on;
     }
 
     /// The decoded key (its first [`KEY_CAP`] bytes) after `StrEnd` of a key.
@@ -1470,6 +1495,7 @@ impl Tokenizer {
         self.esc = Esc::None;
         self.utf_need = 0;
         self.held_len = 0;
+        self.held_next = 0;
         self.unit_from_prev = false;
         self.key_len = 0;
     }
@@ -1840,9 +1866,142 @@ impl Tokenizer {
         }
     }
 
+    /// Lone surrogates: the bytes just read, ending at `i`, are a high
+    /// surrogate escape (6 bytes, 3 decoded as U+FFFD) and then a whole
+    /// second unit of `enc2` bytes decoding to `dec2` (not a surrogate). Each
+    /// is kept or cut on its own, as [`Self::unit_done`] does for one unit.
+    #[cold]
+    fn lone_high_then(
+        &mut self,
+        chunk: &[u8],
+        start: usize,
+        i: usize,
+        enc2: u64,
+        dec2: u64,
+        pos: &mut usize,
+    ) -> Option<Tok> {
+        self.dec_total += 3 + dec2;
+        self.chars_total += 2;
+        let from_prev = self.unit_from_prev;
+        self.unit_from_prev = false;
+        if !self.keep {
+            return None;
+        }
+        *pos = i;
+        if 3 > self.allow_dec || 6 > self.allow_enc {
+            // The high surrogate does not fit: the cut falls before it.
+            self.keep = false;
+            self.cut = true;
+            self.cut_by_dec = 3 > self.allow_dec;
+            let end = if from_prev { start } else { self.unit_start };
+            return (end > start).then_some(Tok::StrSpan(start, end));
+        }
+        self.allow_dec -= 3;
+        self.allow_enc -= 6;
+        let second_fits = dec2 <= self.allow_dec && enc2 <= self.allow_enc;
+        if second_fits {
+            self.allow_dec -= dec2;
+            self.allow_enc -= enc2;
+        } else {
+            self.keep = false;
+            self.cut = true;
+            self.cut_by_dec = dec2 > self.allow_dec;
+        }
+        if from_prev {
+            // Both units' heads are held: add the tail, and emit what is kept.
+            self.append_held(chunk.get(start..i).unwrap_or(&[]));
+            if !second_fits {
+                self.held_len = self.held_len.min(6);
+            }
+            return Some(Tok::StrHeld);
+        }
+        if second_fits {
+            return None;
+        }
+        Some(Tok::StrSpan(start, self.unit_start + 6))
+    }
+
+    /// Lone surrogates: the bytes just read, ending at `i`, are a high
+    /// surrogate escape (a unit of its own, 3 decoded) and a second high
+    /// surrogate escape, which becomes the unit in progress (`esc` and `cp`
+    /// already set for it). The next call, if one is needed, starts at `i`
+    /// with the second escape's bytes counted (and held) as from before it.
+    #[cold]
+    fn lone_high_then_high(
+        &mut self,
+        chunk: &[u8],
+        start: usize,
+        i: usize,
+        pos: &mut usize,
+    ) -> Option<Tok> {
+        self.dec_total += 3;
+        self.chars_total += 1;
+        let from_prev = self.unit_from_prev;
+        let first_start = self.unit_start;
+        // Where the second escape's bytes are: all in this call's span, or
+        // some held from before it.
+        let in_span = if from_prev { i - start } else { 12 };
+        let second_in_span = in_span >= 6;
+        if second_in_span {
+            self.unit_from_prev = false;
+            self.unit_start = i - 6;
+        } else {
+            self.prev_unit_bytes = self.prev_unit_bytes.saturating_sub(6);
+        }
+        if !self.keep {
+            return None;
+        }
+        if 3 > self.allow_dec || 6 > self.allow_enc {
+            self.keep = false;
+            self.cut = true;
+            self.cut_by_dec = 3 > self.allow_dec;
+            *pos = i;
+            let end = if from_prev { start } else { first_start };
+            return (end > start).then_some(Tok::StrSpan(start, end));
+        }
+        self.allow_dec -= 3;
+        self.allow_enc -= 6;
+        if !from_prev {
+            return None;
+        }
+        // The first escape's head is held: emit it whole, and hold the
+        // second escape as a unit from before the next call.
+        self.append_held(chunk.get(start..i).unwrap_or(&[]));
+        self.held_next = self.held_len.saturating_sub(6);
+        self.held_len = self.held_len.min(6);
+        self.unit_from_prev = true;
+        self.prev_unit_bytes = 6;
+        *pos = i;
+        Some(Tok::StrHeld)
+    }
+
+    /// Add `tail` to the held unit.
+    #[inline]
+    fn append_held(&mut self, tail: &[u8]) {
+        let have = self.held_len as usize;
+        if let Some(dst) = self.held.get_mut(have..have + tail.len()) {
+            dst.copy_from_slice(tail);
+            self.held_len += tail.len() as u8;
+        }
+    }
+
+    /// Move the held head of the next unit (see `held_next`) to the front.
+    #[cold]
+    fn settle_held(&mut self) {
+        let (from, n) = (self.held_len as usize, self.held_next as usize);
+        if from + n <= self.held.len() {
+            self.held.copy_within(from..from + n, 0);
+        }
+        self.held_len = self.held_next;
+        self.held_next = 0;
+    }
+
     /// Scan string bytes from `*pos`. Returns a token, or `None` when the string
     /// ended without one to emit (during a skip).
     fn scan_string(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Option<Tok>, Error> {
+        if self.held_next != 0 {
+            self.settle_held();
+        }
         let start = *pos;
         let mut i = start;
         let n = chunk.len();
@@ -2142,7 +2301,16 @@ impl Tokenizer {
                             continue;
                         }
                         0xDC00..=0xDFFF => {
-                            return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                            if !self.lone_surrogates {
+                                return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                            }
+                            self.esc = Esc::None;
+                            if self.decode_key {
+                                self.push_key_bytes(REPLACEMENT);
+                            }
+                            if let Some(t) = self.unit_done(chunk, start, i, 3, pos) {
+                                return Ok(Some(t));
+                            }
                         }
                         cp => {
                             self.esc = Esc::None;
@@ -2159,13 +2327,41 @@ impl Tokenizer {
                 }
                 Esc::LowBackslash => {
                     if b != b'\\' {
-                        return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        if !self.lone_surrogates {
+                            return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        }
+                        // The high surrogate ends before `b`, which is read
+                        // afresh as whatever it begins.
+                        i -= 1;
+                        self.esc = Esc::None;
+                        if self.decode_key {
+                            self.push_key_bytes(REPLACEMENT);
+                        }
+                        if let Some(t) = self.unit_done(chunk, start, i, 3, pos) {
+                            return Ok(Some(t));
+                        }
+                        continue;
                     }
                     self.esc = Esc::LowU;
                 }
                 Esc::LowU => {
                     if b != b'u' {
-                        return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        if !self.lone_surrogates {
+                            return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        }
+                        // A lone high surrogate, then a one-character escape.
+                        let Some(d) = simple_escape(b) else {
+                            return Err(self.err(ErrorKind::InvalidEscape, i - 1));
+                        };
+                        self.esc = Esc::None;
+                        if self.decode_key {
+                            self.push_key_bytes(REPLACEMENT);
+                            self.push_key_bytes(&[d]);
+                        }
+                        if let Some(t) = self.lone_high_then(chunk, start, i, 2, 1, pos) {
+                            return Ok(Some(t));
+                        }
+                        continue;
                     }
                     self.esc = Esc::LowHex(0);
                     self.low = 0;
@@ -2180,7 +2376,34 @@ impl Tokenizer {
                         continue;
                     }
                     if !(0xDC00..=0xDFFF).contains(&self.low) {
-                        return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        if !self.lone_surrogates {
+                            return Err(self.err(ErrorKind::LoneSurrogate, i - 1));
+                        }
+                        if self.decode_key {
+                            self.push_key_bytes(REPLACEMENT);
+                        }
+                        if (0xD800..=0xDBFF).contains(&self.low) {
+                            // A lone high surrogate, then another high one,
+                            // which waits for its own low half.
+                            self.cp = self.low;
+                            self.esc = Esc::LowBackslash;
+                            if let Some(t) = self.lone_high_then_high(chunk, start, i, pos) {
+                                return Ok(Some(t));
+                            }
+                            continue;
+                        }
+                        // A lone high surrogate, then an escape that is not a
+                        // surrogate.
+                        let mut tmp = [0u8; 4];
+                        let len = encode_utf8(self.low, &mut tmp);
+                        if self.decode_key {
+                            self.push_key_bytes(tmp.get(..len).unwrap_or(&[]));
+                        }
+                        self.esc = Esc::None;
+                        if let Some(t) = self.lone_high_then(chunk, start, i, 6, len as u64, pos) {
+                            return Ok(Some(t));
+                        }
+                        continue;
                     }
                     let cp = 0x10000 + ((self.cp - 0xD800) << 10) + (self.low - 0xDC00);
                     self.esc = Esc::None;

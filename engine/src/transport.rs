@@ -132,6 +132,15 @@ impl<W: Write> ProjectWriter<W> {
         self.lp.next_treat = Some(treat);
     }
 
+    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
+    /// `JSON.stringify` writes for a string cut inside a pair) as one
+    /// character, as U+FFFD, instead of refusing the input (off by default;
+    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
+    /// bytes are kept or cut like any other unit, never changed.
+    pub fn set_lone_surrogates(&mut self, on: bool) {
+        self.lp.p.set_lone_surrogates(on);
+    }
+
     /// Keep the records of lines that were cut (read them with `take_records`).
     pub fn keep_records(&mut self, on: bool) {
         self.lp.keep_records = on;
@@ -188,6 +197,15 @@ impl<W: AsyncWrite + Unpin> AsyncProjectWriter<W> {
 
     pub fn set_next_treat(&mut self, treat: Treat) {
         self.lp.next_treat = Some(treat);
+    }
+
+    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
+    /// `JSON.stringify` writes for a string cut inside a pair) as one
+    /// character, as U+FFFD, instead of refusing the input (off by default;
+    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
+    /// bytes are kept or cut like any other unit, never changed.
+    pub fn set_lone_surrogates(&mut self, on: bool) {
+        self.lp.p.set_lone_surrogates(on);
     }
 
     pub fn into_inner(self) -> W {
@@ -267,6 +285,15 @@ impl McpEncoder {
     /// How to treat the following items.
     pub fn set_treat(&mut self, treat: Treat) {
         self.treat = treat;
+    }
+
+    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
+    /// `JSON.stringify` writes for a string cut inside a pair) as one
+    /// character, as U+FFFD, instead of refusing the input (off by default;
+    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
+    /// bytes are kept or cut like any other unit, never changed.
+    pub fn set_lone_surrogates(&mut self, on: bool) {
+        self.p.set_lone_surrogates(on);
     }
 }
 
