@@ -40,6 +40,22 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size too large: {s:?}"))
 }
 
+/// What to do with a `\u` escape of a surrogate outside a pair (`"\\ud83d"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoneSurrogates {
+    /// Read it as one character (U+FFFD, 3 bytes), as `JSON.parse` and
+    /// Python's `json` do; its bytes are kept or cut, never changed.
+    Pass,
+    /// Refuse the input as not valid JSON (RFC 8259 leaves it to the reader).
+    Refuse,
+}
+
+impl LoneSurrogates {
+    pub fn on(self) -> bool {
+        self == LoneSurrogates::Pass
+    }
+}
+
 fn parse_depth(s: &str) -> Result<u32, String> {
     parse_limit(s).map(|v| v.min(u32::MAX as u64) as u32)
 }
@@ -67,6 +83,10 @@ pub struct BudgetArgs {
     /// Write the truncation record to this file instead of stderr.
     #[arg(long)]
     pub report: Option<std::path::PathBuf>,
+    /// A surrogate escape outside a pair: refused (the default here, for
+    /// generic JSON) or read as U+FFFD and passed.
+    #[arg(long, value_enum, default_value = "refuse")]
+    pub lone_surrogates: LoneSurrogates,
 }
 
 impl BudgetArgs {
@@ -103,6 +123,7 @@ pub fn run_budget(args: BudgetArgs) -> u8 {
             return 2;
         }
     };
+    b.set_lone_surrogates(args.lone_surrogates.on());
     let stream = lim.max_result_bytes == u64::MAX;
     let stdin = std::io::stdin();
     // When stdin is a pipe: room for the writer to go on while we budget.
@@ -232,6 +253,10 @@ pub struct FilterArgs {
     /// The tool whose results these are (a filter has no request to read it from).
     #[arg(long)]
     pub tool: Option<String>,
+    /// A surrogate escape outside a pair, which JavaScript writes for a string
+    /// cut inside a pair: read as U+FFFD and passed (the default), or refused.
+    #[arg(long, value_enum, default_value = "pass")]
+    pub lone_surrogates: LoneSurrogates,
 }
 
 /// `resultbudget filter`: newline-delimited JSON-RPC on stdin; every response
@@ -270,6 +295,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
             return 2;
         }
     };
+    p.set_lone_surrogates(args.lone_surrogates.on());
     let call = CallInfo {
         tool: args.tool.clone(),
         typed: args.typed || row.as_ref().is_some_and(|r| r.typed),
@@ -431,6 +457,11 @@ pub struct ProxyArgs {
     /// Log verbosity (logs go to stderr only).
     #[arg(long, value_enum, default_value = "warn")]
     pub log_level: LogLevel,
+    /// A surrogate escape outside a pair, in a result or a call, which
+    /// JavaScript writes for a string cut inside a pair: read as U+FFFD and
+    /// passed (the default, as the SDKs read it), or the line refused.
+    #[arg(long, value_enum, default_value = "pass")]
+    pub lone_surrogates: LoneSurrogates,
     /// The server command and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -465,6 +496,7 @@ pub fn run_proxy(args: ProxyArgs) -> u8 {
         inventory,
         guard: Guard::new(args.guard.caps()),
         log_level: args.log_level,
+        lone_surrogates: args.lone_surrogates.on(),
         ..ProxyConfig::default()
     };
     crate::proxy::run(cfg, &args.command)

@@ -44,6 +44,11 @@ pub struct ProxyConfig {
     pub max_hold: usize,
     /// How long the server may take to exit after the client's stdin ends.
     pub grace: Duration,
+    /// Read a surrogate escape outside a pair (`"\\ud83d"`) as a character
+    /// (U+FFFD, 3 bytes) in both directions, as the SDKs' `JSON.parse` and
+    /// Python's `json` do, instead of taking the line for malformed. On by
+    /// default: a JavaScript peer writes one for a string cut inside a pair.
+    pub lone_surrogates: bool,
 }
 
 impl Default for ProxyConfig {
@@ -56,6 +61,7 @@ impl Default for ProxyConfig {
             lookahead: 1024 * 1024,
             max_hold: 8 * 1024 * 1024,
             grace: Duration::from_secs(2),
+            lone_surrogates: true,
         }
     }
 }
@@ -601,6 +607,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
     };
     let mut guard = shared.cfg.guard.clone();
     guard.set_inventory(shared.cfg.inventory.clone());
+    guard.set_lone_surrogates(shared.cfg.lone_surrogates);
     // The guard refuses a call at this size at the latest, so the arm below
     // that passes a line with no method on at the cap is a safety net only.
     let hold_cap = guard.max_hold();
@@ -1045,7 +1052,10 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut outcome = Outcome::default();
     let mut line_out: Vec<u8> = Vec::with_capacity(256 * 1024);
     let mut look: Vec<u8> = Vec::new();
+    let lone = shared.cfg.lone_surrogates;
+    proj.set_lone_surrogates(lone);
     let mut probe = ScalarProbe::id();
+    probe.walker.set_lone_surrogates(lone);
     let mut tools_probe: Option<ToolsProbe> = None;
     let mut task_probe: Option<ScalarProbe> = None;
     // Line state.
@@ -1095,8 +1105,16 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             if !deciding {
                 begin(shared, &mut proj, &cur_treat);
             }
-            tools_probe = pick.lists.then(ToolsProbe::default);
-            task_probe = pick.tasks.then(ScalarProbe::task_id);
+            tools_probe = pick.lists.then(|| {
+                let mut tp = ToolsProbe::default();
+                tp.walker.set_lone_surrogates(lone);
+                tp
+            });
+            task_probe = pick.tasks.then(|| {
+                let mut tp = ScalarProbe::task_id();
+                tp.walker.set_lone_surrogates(lone);
+                tp
+            });
         }
         if blank && framing::has_content(bytes) {
             blank = false;
@@ -1744,13 +1762,12 @@ mod tests {
             task: false,
         };
         lock(&shared.pending).insert(own.clone(), p.clone());
-        // A broken answer to it (the server wrote a lone surrogate, say): the
+        // A broken answer to it (the server wrote bytes that are not UTF-8, say): the
         // proxy stops waiting for it, and the client, which never sent that id,
         // hears nothing.
         server_to_client(
             &shared,
-            "{\"jsonrpc\":\"2.0\",\"id\":\"resultbudget-tools-0\",\"result\":{\"tools\":[\"\\ud83d\"]}}\n"
-                .as_bytes(),
+            &b"{\"jsonrpc\":\"2.0\",\"id\":\"resultbudget-tools-0\",\"result\":{\"tools\":[\"\xff\"]}}\n"[..],
         );
         assert!(
             lock(&out.0).is_empty(),
@@ -1768,6 +1785,37 @@ mod tests {
             String::from_utf8_lossy(&lock(&out.0))
         );
         assert_eq!(outcome.orphaned, 0);
+    }
+
+    /// Whether `line` is JSON, lone surrogate escapes allowed (RFC 8259's
+    /// grammar has them; serde_json refuses them, so each is read as
+    /// `\ufffd`, of the same length, first).
+    fn is_json(line: &[u8]) -> bool {
+        let code = |i: usize| {
+            let h = line.get(i..i + 6).filter(|e| e.starts_with(b"\\u"))?;
+            u32::from_str_radix(std::str::from_utf8(&h[2..]).ok()?, 16).ok()
+        };
+        let mut v = Vec::with_capacity(line.len());
+        let mut i = 0;
+        while let Some(&b) = line.get(i) {
+            let step = match (b, code(i)) {
+                (b'\\', Some(0xD800..=0xDBFF))
+                    if code(i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
+                {
+                    12
+                }
+                (b'\\', Some(0xD800..=0xDFFF)) => {
+                    v.extend_from_slice(b"\\ufffd");
+                    i += 6;
+                    continue;
+                }
+                (b'\\', _) => 2,
+                _ => 1,
+            };
+            v.extend_from_slice(line.get(i..i + step).unwrap_or(&line[i..]));
+            i += step;
+        }
+        serde_json::from_slice::<serde_json::Value>(&v).is_ok()
     }
 
     /// Hands out its bytes in reads of the sizes given (in turn), as a pipe
@@ -1843,6 +1891,9 @@ mod tests {
                     "\\u00e9",
                     "é",
                     "\\ud83d\\ude00",
+                    // Read as U+FFFD (`lone_surrogates`, on by default).
+                    "\\ud83d",
+                    "\\uDC00",
                 ]));
             }
             t.push('"');
@@ -2156,11 +2207,11 @@ mod tests {
                 let out = lock(&to_client.0).clone();
                 let mut lines = lines_of(&out);
                 if max_hold < (1 << 20) {
-                    lines.retain(|l| serde_json::from_slice::<serde_json::Value>(l).is_ok());
+                    lines.retain(|l| is_json(l));
                 } else {
                     for l in &lines {
                         assert!(
-                            serde_json::from_slice::<serde_json::Value>(l).is_ok(),
+                            is_json(l),
                             "session {session}: a line the client gets is not JSON: {}",
                             String::from_utf8_lossy(l)
                         );

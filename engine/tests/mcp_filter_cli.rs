@@ -308,3 +308,70 @@ fn stdin_pipes_are_widened() {
         assert_eq!(size, PIPE_BYTES, "{cmd} widens its stdin pipe");
     }
 }
+
+#[test]
+fn lone_surrogates_pass_the_filter_unless_refused() {
+    // What JavaScript writes for a text cut inside a surrogate pair, then a
+    // text over the budget whose cut keeps a lone surrogate.
+    let long = "x\\ud83d".repeat(3000);
+    let input = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"ab\\ud83d\"}}]}}}}\n\
+         {{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{long}\"}}]}}}}\n"
+    );
+    let out = filter(&["--max-text-bytes", "1000"], input.clone().into_bytes());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let got = lines(&out.stdout);
+    assert_eq!(got[0], input.lines().next().unwrap().as_bytes());
+    let cut = String::from_utf8_lossy(got[1]);
+    assert!(
+        cut.contains("x\\ud83dx\\ud83d") && cut.contains("bytes omitted]"),
+        "{cut:.200}"
+    );
+    assert!(got[1].len() < 2000, "{cut}");
+    // Refused: each line becomes a parse error (the stream goes on).
+    let out = filter(&["--lone-surrogates", "refuse"], input.into_bytes());
+    assert_eq!(out.code, 0);
+    assert_eq!(lines(&out.stdout).len(), 2);
+    for l in lines(&out.stdout) {
+        assert!(
+            String::from_utf8_lossy(l).contains("-32700"),
+            "{}",
+            String::from_utf8_lossy(l)
+        );
+    }
+    assert!(out.stderr.contains("unpaired surrogate"), "{}", out.stderr);
+}
+
+#[test]
+fn the_budget_command_refuses_lone_surrogates_unless_told_to_pass_them() {
+    let run = |args: &[&str]| {
+        let mut child = Command::new(BIN)
+            .arg("budget")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn resultbudget");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(br#"["\uDC00 then \ud83d", "\ud83d\ude00"]"#)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    assert_eq!(run(&[]).0, Some(1));
+    assert_eq!(
+        run(&["--lone-surrogates", "pass", "--max-string-bytes", "7"]),
+        // 7 bytes of the first string: U+FFFD (3) and " the".
+        (
+            Some(0),
+            "[\"\\uDC00 the\",\"\\ud83d\\ude00\"]\n".to_string()
+        )
+    );
+}

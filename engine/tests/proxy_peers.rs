@@ -304,26 +304,39 @@ fn python_client_answers_a_sampling_request_larger_than_the_request_cap() {
 
 #[test]
 fn a_call_the_guard_cannot_read_never_reaches_the_server() {
-    // The reference server parses with `JSON.parse`, which reads a lone surrogate
-    // escape as a string; the guard rejects it as JSON and stops measuring there. A
-    // message after it, over `--max-arg-string-bytes 1000`, used to reach the server
-    // unchecked (and came back in the echo).
+    // The reference server decodes its input as UTF-8 with replacement, then
+    // parses with `JSON.parse`: a byte that is not UTF-8 (0xFF) inside a string
+    // becomes U+FFFD there. The guard rejects the line as JSON and stops
+    // measuring at that byte. A message after it, over `--max-arg-string-bytes
+    // 1000`, used to reach the server unchecked (and came back in the echo).
+    // (A lone surrogate escape did the same before the guard read them as U+FFFD.)
     let mut s = Raw::spawn(
         &proxied(&["--max-arg-string-bytes", "1000"], &everything_cmd()),
         &[],
     );
     s.initialize();
     let message = "m".repeat(5_000);
-    let lone = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"pad\":\"\\ud800\",\"message\":\"{message}\"}}}}}}\n"
-    );
-    s.send_raw(lone.as_bytes());
+    let line = |id: u32, pad: &[u8]| {
+        let mut l = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"pad\":\"").into_bytes();
+        l.extend_from_slice(pad);
+        l.extend_from_slice(format!("\",\"message\":\"{message}\"}}}}}}\n").as_bytes());
+        l
+    };
+    s.send_raw(&line(7, b"\xff"));
     // (The server's notifications may come first.)
     let v = std::iter::from_fn(|| s.next(30))
         .find(|v| v.get("method").is_none())
         .unwrap_or_default();
     assert_eq!(v["id"], 7, "{v}");
     assert_eq!(v["error"]["code"], -32700, "{v}");
+    // With a lone surrogate escape the line is read to its end, so the
+    // message is measured and refused by its cap.
+    s.send_raw(&line(6, b"\\ud800"));
+    let (lone, _) = s.until_id(&json!(6), 30);
+    assert_eq!(
+        lone["result"]["_meta"]["resultbudget/refusal"]["cap"], "max_arg_string_bytes",
+        "{lone}"
+    );
     // The same call without the lone surrogate is refused by its cap, and a small
     // one still reaches the server.
     let plain = s.call(8, "echo", json!({"pad": "p", "message": message}));
@@ -333,6 +346,45 @@ fn a_call_the_guard_cannot_read_never_reaches_the_server() {
     );
     let ok = s.call(9, "echo", json!({"message": "small"}));
     assert_eq!(ok["result"]["content"][0]["text"], "Echo: small", "{ok}");
+}
+
+#[test]
+fn a_lone_surrogate_from_a_javascript_peer_reaches_the_client_as_it_would_directly() {
+    // JavaScript's `JSON.stringify` writes a string cut inside a surrogate pair
+    // as a lone surrogate escape (`"\ud83d"`), and `JSON.parse` reads it back.
+    // The TypeScript client sends one in `echo`'s message, the reference server
+    // echoes it, and the client reads it: the proxy must not make that an
+    // error. (The plan writes a lone surrogate `<U+D83D>`; see ts_client.mjs.)
+    let ev = everything_cmd();
+    let small = "cut <U+D83D> here, low <U+DC00>, pair 😀";
+    let big = format!("{}<U+D83D>", "ab<U+DBFF>c".repeat(2_000));
+    let calls = json!([
+        {"name": "echo", "arguments": {"message": small}},
+        {"name": "echo", "arguments": {"message": big}},
+    ]);
+    let flags = ["--max-text-bytes", "3000"];
+    let direct = ts_client(&json!({"command": ev, "calls": calls}));
+    let via = ts_client(&json!({"command": proxied(&flags, &ev), "calls": calls}));
+    assert_eq!(direct[0]["ok"], true, "{direct:?}");
+    assert_eq!(text(&direct[0]["result"], 0), format!("Echo: {small}"));
+    assert_eq!(direct[0], via[0]);
+    // The big echo is cut on a unit boundary: what is kept is the direct
+    // text's start, lone surrogates included, then the marker.
+    assert_eq!(via[1]["ok"], true, "{via:?}");
+    let (whole, cut) = (text(&direct[1]["result"], 0), text(&via[1]["result"], 0));
+    assert_eq!(whole, format!("Echo: {big}"));
+    let kept = cut.split("\n[resultbudget:").next().unwrap_or_default();
+    assert!(kept.len() > 2000 && whole.starts_with(kept), "{cut:.300}");
+    assert!(kept.contains("<U+DBFF>"), "{cut:.300}");
+    let rec = record(&via[1]["result"]).expect("record");
+    assert_eq!(rec["omitted_paths"], json!(["/content/0/text"]));
+    // Refused, as earlier builds did, the same call never gets its answer:
+    // the client writes `id` last, after the escape the proxy stops at.
+    let strict = ts_client(
+        &json!({"command": proxied(&["--lone-surrogates", "refuse"], &ev),
+        "calls": [calls[0]], "timeout_ms": 3000}),
+    );
+    assert_eq!(strict[0]["ok"], false, "{strict:?}");
 }
 
 #[test]
