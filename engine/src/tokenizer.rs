@@ -1999,9 +1999,6 @@ impl Tokenizer {
     /// Scan string bytes from `*pos`. Returns a token, or `None` when the string
     /// ended without one to emit (during a skip).
     fn scan_string(&mut self, chunk: &[u8], pos: &mut usize) -> Result<Option<Tok>, Error> {
-        if self.held_next != 0 {
-            self.settle_held();
-        }
         let start = *pos;
         let mut i = start;
         let n = chunk.len();
@@ -2220,7 +2217,12 @@ impl Tokenizer {
                 continue;
             }
 
-            // Inside a multi-byte unit.
+            // Inside a multi-byte unit. (The held head of a unit after a lone
+            // high surrogate moves to the front here, before anything is
+            // added to it: that unit is an escape, so the scan resumes here.)
+            if self.held_next != 0 {
+                self.settle_held();
+            }
             let Some(&b) = chunk.get(i) else {
                 // The chunk ends mid-unit: hold this chunk's part of it.
                 let from = if self.unit_from_prev {
