@@ -555,6 +555,110 @@ pub fn bytewise(data: &[u8]) -> Vec<&[u8]> {
 }
 
 // ---------------------------------------------------------------------------
+// Lone surrogates
+// ---------------------------------------------------------------------------
+
+/// The code point of a `\uXXXX` escape at `s[i]`, if one is there.
+fn u_escape_at(s: &[u8], i: usize) -> Option<u32> {
+    let e = s.get(i..i + 6)?;
+    if !e.starts_with(b"\\u") || !e[2..].iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    u32::from_str_radix(std::str::from_utf8(&e[2..]).ok()?, 16).ok()
+}
+
+/// Walks the escapes of `s` (inside strings): for each escaped surrogate
+/// pair, each lone surrogate escape and each other escape, `f` gets the
+/// escape's bytes and says what to write instead (`None`: the bytes as they
+/// are). Everything else is copied.
+fn rewrite_escapes(s: &[u8], mut f: impl FnMut(Esc<'_>) -> Option<Vec<u8>>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut in_str = false;
+    let mut i = 0;
+    while let Some(&b) = s.get(i) {
+        if !in_str || b != b'\\' {
+            in_str ^= b == b'"';
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let (len, esc) = match u_escape_at(s, i) {
+            Some(0xD800..=0xDBFF)
+                if u_escape_at(s, i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
+            {
+                (12, Esc::Pair(&s[i..i + 12]))
+            }
+            Some(0xD800..=0xDFFF) => (6, Esc::Lone(&s[i..i + 6])),
+            Some(_) => (6, Esc::Other(&s[i..i + 6])),
+            None => {
+                let n = 2.min(s.len() - i);
+                (n, Esc::Other(&s[i..i + n]))
+            }
+        };
+        let bytes = match esc {
+            Esc::Pair(b) | Esc::Lone(b) | Esc::Other(b) => b,
+        };
+        match f(esc) {
+            Some(new) => out.extend_from_slice(&new),
+            None => out.extend_from_slice(bytes),
+        }
+        i += len;
+    }
+    out
+}
+
+/// One escape met by [`rewrite_escapes`].
+#[derive(Debug, Clone, Copy)]
+pub enum Esc<'a> {
+    Pair(&'a [u8]),
+    Lone(&'a [u8]),
+    Other(&'a [u8]),
+}
+
+/// `s` with every lone surrogate escape (not half of a high+low pair) written
+/// `\ufffd`: the same length and the same decoded size (U+FFFD, 3 bytes).
+/// The strict engine's run over this is the oracle of the lenient engine's
+/// run over `s` (`set_lone_surrogates`), with the same rewrite of its output.
+/// Best effort on broken input, the same way for input and output.
+pub fn lone_as_replacement(s: &[u8]) -> Vec<u8> {
+    rewrite_escapes(s, |e| {
+        matches!(e, Esc::Lone(_)).then(|| b"\\ufffd".to_vec())
+    })
+}
+
+/// `out` with a receipt's `"digest":"fnv1a64:…"` value blanked (16 hex digits).
+fn no_digest(out: &[u8]) -> Vec<u8> {
+    let tag = b"\"digest\":\"fnv1a64:";
+    let mut v = out.to_vec();
+    if let Some(at) = v.windows(tag.len()).position(|w| w == tag) {
+        let from = at + tag.len();
+        for b in v.iter_mut().skip(from).take(16) {
+            *b = b'0';
+        }
+    }
+    v
+}
+
+/// `s` with escaped surrogate pairs broken into lone halves: of every three
+/// pairs, the first keeps its high half only, the second its low half only,
+/// the third stays whole. Lone escapes then meet quotes, other escapes and
+/// each other wherever the generator put pairs.
+pub fn unpair(s: &[u8]) -> Vec<u8> {
+    let mut k = 0u32;
+    rewrite_escapes(s, |e| match e {
+        Esc::Pair(b) => {
+            k += 1;
+            match k % 3 {
+                1 => Some(b[..6].to_vec()),
+                2 => Some(b[6..].to_vec()),
+                _ => None,
+            }
+        }
+        _ => None,
+    })
+}
+
+// ---------------------------------------------------------------------------
 // Configs decoded from the header
 // ---------------------------------------------------------------------------
 
@@ -1292,8 +1396,14 @@ pub fn run_budget(lim: Limits, chunks: &[&[u8]]) -> BudgetRun {
 
 /// [`run_budget`] with the fast keeping loop on or off.
 pub fn run_budget_with(lim: Limits, chunks: &[&[u8]], fast: bool) -> BudgetRun {
+    run_budget_opts(lim, chunks, fast, false)
+}
+
+/// [`run_budget_with`], and lone surrogates read (`set_lone_surrogates`) or not.
+pub fn run_budget_opts(lim: Limits, chunks: &[&[u8]], fast: bool, lone: bool) -> BudgetRun {
     let mut b = Budget::new(lim).expect("limits are valid");
     b.set_fast_keep(fast);
+    b.set_lone_surrogates(lone);
     let mut out = Vec::new();
     for c in chunks {
         if let Err(e) = b.feed(c, &mut out) {
@@ -1347,6 +1457,33 @@ pub fn budget_one(data: &[u8]) {
         }
     }
     check_budget(&doc, lim, &whole);
+    check_lone_budget(&doc, lim, &cfg.splits[..n]);
+}
+
+/// Lone surrogates read as U+FFFD: the document with its escaped pairs broken
+/// ([`unpair`]), split as the config says, gives what the strict engine gives
+/// on it with each lone escape written `\ufffd`, with the same rewrite.
+pub fn check_lone_budget(doc: &[u8], lim: Limits, splits: &[u16]) {
+    let lone = unpair(doc);
+    let points = split_points(lone.len(), splits);
+    let fast = splits.len().is_multiple_of(2);
+    let got = run_budget_opts(lim, &chunks(&lone, &points), fast, true);
+    let want = run_budget(lim, &[&lone_as_replacement(&lone)]);
+    match (&got.0, &want.0) {
+        (Ok(g), Ok(w)) => {
+            assert!(
+                lone_as_replacement(&got.1) == want.1,
+                "lone surrogates at {points:?}: {:?} vs {:?}",
+                show(&got.1),
+                show(&want.1)
+            );
+            assert_eq!(g.to_json(), w.to_json(), "lone surrogates: records differ");
+        }
+        _ => assert_eq!(
+            got.0, want.0,
+            "lone surrogates at {points:?}: verdicts differ"
+        ),
+    }
 }
 
 /// Every invariant of one budget run over the document `doc`.
@@ -1726,8 +1863,20 @@ pub fn run_mcp(lim: McpLimits, treat: &Treat, chunks: &[&[u8]]) -> McpRun {
 
 /// [`run_mcp`] with the fast keeping loop on or off.
 pub fn run_mcp_with(lim: McpLimits, treat: &Treat, chunks: &[&[u8]], fast: bool) -> McpRun {
+    run_mcp_opts(lim, treat, chunks, fast, false)
+}
+
+/// [`run_mcp_with`], and lone surrogates read (`set_lone_surrogates`) or not.
+pub fn run_mcp_opts(
+    lim: McpLimits,
+    treat: &Treat,
+    chunks: &[&[u8]],
+    fast: bool,
+    lone: bool,
+) -> McpRun {
     let mut p = Projector::new(lim).expect("limits are valid");
     p.set_fast_keep(fast);
+    p.set_lone_surrogates(lone);
     p.begin(treat.clone());
     let mut out = Vec::new();
     for c in chunks {
@@ -1770,6 +1919,34 @@ pub fn mcp_one(data: &[u8]) {
         _ => assert_eq!(whole.res, split.res, "split at {points:?}: verdicts differ"),
     }
     check_mcp(&doc, lim, &treat, &whole);
+    // Lone surrogates, as for the generic budget (`check_lone_budget`).
+    let lone = unpair(&doc);
+    let points = split_points(lone.len(), &cfg.splits[..n]);
+    let got = run_mcp_opts(
+        lim,
+        &treat,
+        &chunks(&lone, &points),
+        n.is_multiple_of(2),
+        true,
+    );
+    let want = run_mcp(lim, &treat, &[&lone_as_replacement(&lone)]);
+    match (&got.res, &want.res) {
+        (Ok(g), Ok(w)) => {
+            // A receipt's digest is of the result's own bytes, which the
+            // rewrite changes; everything else must be the same.
+            assert!(
+                no_digest(&lone_as_replacement(&got.out)) == no_digest(&want.out),
+                "lone surrogates at {points:?}: {:?} vs {:?}",
+                show(&got.out),
+                show(&want.out)
+            );
+            assert_eq!(g.to_json(), w.to_json(), "lone surrogates: records differ");
+        }
+        _ => assert_eq!(
+            got.res, want.res,
+            "lone surrogates at {points:?}: verdicts differ"
+        ),
+    }
 }
 
 const STANDARD_FIELDS: &[&[u8]] = &[
@@ -2378,6 +2555,29 @@ pub fn guard_one(data: &[u8]) {
     );
     check_guard(&doc, caps, &whole);
     check_guard(&doc, caps, &split);
+    // Lone surrogates read as U+FFFD (as the proxy reads them by default): on
+    // a line the strict guard reads whole once each lone escape is written
+    // `\ufffd`, the same verdicts, however the line is split.
+    let lone = unpair(&doc);
+    let mapped = lone_as_replacement(&lone);
+    if valid_up_to(&mapped, DEFAULT_NESTING as usize) == Some(true) {
+        let points = split_points(lone.len(), &cfg.splits[..n]);
+        let run = |line: &[u8], points: &[usize], on: bool| {
+            let mut g = Guard::new(caps);
+            g.set_lone_surrogates(on);
+            let mut early = false;
+            for c in chunks(line, points) {
+                early |= g.feed(c).is_some();
+            }
+            let verdict = g.finish(tool);
+            (early, verdict, g.is_broken())
+        };
+        assert_eq!(
+            run(&lone, &points, true),
+            run(&mapped, &[], false),
+            "lone surrogates at {points:?}: the guard differs"
+        );
+    }
 }
 
 pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {

@@ -6,6 +6,8 @@
 //! same, and the output must be the lenient output with the same replacement.
 //! Errors must match in kind and offset. Run at every split of small inputs,
 //! in 1-byte chunks, and at random splits.
+#[path = "../../fuzz/checks.rs"]
+mod checks;
 #[path = "common/suite.rs"]
 mod suite;
 
@@ -13,65 +15,9 @@ use resultbudget::guard::{ArgCaps, Guard};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat};
 use resultbudget::{Budget, Error, Limits};
 
-/// Whether `b` is an ASCII hex digit.
-fn hex(b: u8) -> bool {
-    b.is_ascii_hexdigit()
-}
-
-/// The code point of a `\uXXXX` escape starting at `s[i]`, if there is one.
-fn u_escape(s: &[u8], i: usize) -> Option<u32> {
-    let e = s.get(i..i + 6)?;
-    if e[0] != b'\\' || e[1] != b'u' || !e[2..].iter().all(|&b| hex(b)) {
-        return None;
-    }
-    u32::from_str_radix(std::str::from_utf8(&e[2..]).ok()?, 16).ok()
-}
-
-/// `s` with every surrogate escape that is not half of a pair replaced by
-/// `\ufffd`, inside strings only. Best effort on broken input, the same way
-/// for the input and the output.
+/// Every lone surrogate escape written `\ufffd` (shared with the fuzz checks).
 fn map_lone(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut in_str = false;
-    let mut i = 0;
-    while i < s.len() {
-        let b = s[i];
-        if !in_str {
-            in_str = b == b'"';
-            out.push(b);
-            i += 1;
-            continue;
-        }
-        match b {
-            b'"' => {
-                in_str = false;
-                out.push(b);
-                i += 1;
-            }
-            b'\\' => match u_escape(s, i) {
-                Some(0xD800..=0xDBFF)
-                    if u_escape(s, i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
-                {
-                    out.extend_from_slice(&s[i..i + 12]);
-                    i += 12;
-                }
-                Some(0xD800..=0xDFFF) => {
-                    out.extend_from_slice(b"\\ufffd");
-                    i += 6;
-                }
-                _ => {
-                    let end = (i + 2).min(s.len());
-                    out.extend_from_slice(&s[i..end]);
-                    i = end;
-                }
-            },
-            _ => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    out
+    checks::lone_as_replacement(s)
 }
 
 /// A small deterministic generator (xorshift).
