@@ -124,7 +124,9 @@ impl CallKey {
 /// same however many calls are in flight.
 #[derive(Debug, Default)]
 struct PendingSet {
-    by_id: HashMap<Vec<u8>, Pending>,
+    /// Each request with the order it was sent in (`seq`).
+    by_id: HashMap<Vec<u8>, (u64, Pending)>,
+    seq: u64,
     /// Pending calls by what their treatment is made from.
     calls: HashMap<CallKey, usize>,
     /// Pending `tools/list` requests (the client's and the proxy's own).
@@ -140,8 +142,8 @@ struct PendingSet {
     cancelled: usize,
 }
 
-/// Cancelled requests kept for a late answer; past this, one of them is
-/// forgotten for each new one (its late answer then passes as an unknown
+/// Cancelled requests kept for a late answer; past this, the oldest of them
+/// is forgotten for each new one (its late answer then passes as an unknown
 /// message). Protects: the proxy's memory in a long session against a
 /// server that never answers cancelled requests.
 const MAX_CANCELLED: usize = 10_000;
@@ -194,14 +196,15 @@ impl PendingSet {
 
     fn insert(&mut self, id: Vec<u8>, p: Pending) {
         self.count(&p, true);
-        if let Some(old) = self.by_id.insert(id, p) {
+        self.seq += 1;
+        if let Some((_, old)) = self.by_id.insert(id, (self.seq, p)) {
             // A reused id: the new request replaces the old one.
             self.count(&old, false);
         }
     }
 
     fn remove(&mut self, id: &[u8]) -> Option<Pending> {
-        let p = self.by_id.remove(id)?;
+        let (_, p) = self.by_id.remove(id)?;
         self.count(&p, false);
         Some(p)
     }
@@ -210,17 +213,21 @@ impl PendingSet {
         self.calls.clear();
         (self.lists, self.tasks, self.others) = (0, 0, 0);
         (self.cancelled_calls, self.cancelled) = (0, 0);
-        self.by_id.drain().collect()
+        // In the order they were sent, so what is answered for them (the
+        // server exited) comes in that order too.
+        let mut all: Vec<(Vec<u8>, (u64, Pending))> = self.by_id.drain().collect();
+        all.sort_unstable_by_key(|(_, (seq, _))| *seq);
+        all.into_iter().map(|(id, (_, p))| (id, p)).collect()
     }
 
     fn get(&self, id: &[u8]) -> Option<&Pending> {
-        self.by_id.get(id)
+        self.by_id.get(id).map(|(_, p)| p)
     }
 
     /// The client cancelled request `id`: it stays for a late answer, but a
     /// cancelled call no longer decides the treatment of other answers.
     fn cancel(&mut self, id: &[u8]) {
-        let Some(p) = self.by_id.get(id).filter(|p| !p.cancelled).cloned() else {
+        let Some(p) = self.get(id).filter(|p| !p.cancelled).cloned() else {
             return;
         };
         self.count(&p, false);
@@ -230,13 +237,15 @@ impl PendingSet {
         };
         self.count(&p, true);
         if let Some(slot) = self.by_id.get_mut(id) {
-            *slot = p;
+            slot.1 = p;
         }
         if self.cancelled > MAX_CANCELLED {
+            // The oldest other cancelled request is forgotten.
             let old = self
                 .by_id
                 .iter()
-                .find(|(k, p)| p.cancelled && k.as_slice() != id)
+                .filter(|(k, (_, p))| p.cancelled && k.as_slice() != id)
+                .min_by_key(|(_, (seq, _))| *seq)
                 .map(|(k, _)| k.clone());
             if let Some(k) = old {
                 self.remove(&k);
@@ -245,7 +254,7 @@ impl PendingSet {
     }
 
     fn iter(&self) -> impl Iterator<Item = (&Vec<u8>, &Pending)> {
-        self.by_id.iter()
+        self.by_id.iter().map(|(k, (_, p))| (k, p))
     }
 }
 
@@ -1751,6 +1760,38 @@ mod tests {
     }
 
     #[test]
+    fn requests_left_unanswered_get_their_errors_in_the_order_they_were_sent() {
+        let out = Shared8::default();
+        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let ids: Vec<String> = (0..40).map(|i| format!("\"r{}\"", (i * 7) % 40)).collect();
+        for (k, id) in ids.iter().enumerate() {
+            let p = Pending {
+                method: Method::Other,
+                cancelled: k == 3,
+                modern: false,
+                task: false,
+            };
+            lock(&shared.pending).insert(id.as_bytes().to_vec(), p);
+        }
+        let outcome = server_to_client(&shared, &b""[..]);
+        assert_eq!(outcome.orphaned, 39);
+        let got: Vec<String> = lines_of(&lock(&out.0))
+            .iter()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_slice(l).unwrap();
+                v["id"].to_string()
+            })
+            .collect();
+        let want: Vec<String> = ids
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| *k != 3)
+            .map(|(_, id)| id.clone())
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn the_proxys_own_tools_list_is_never_answered_to_the_client() {
         let out = Shared8::default();
         let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
@@ -2018,16 +2059,12 @@ mod tests {
         r.sometimes_cut(line)
     }
 
-    /// Lines as one list, the errors for calls the server never answered
-    /// (written in the pending map's order) sorted among themselves.
+    /// Lines as one list (the errors for calls the server never answered
+    /// come in the order the calls were sent, whatever a map's order).
     fn lines_of(out: &[u8]) -> Vec<Vec<u8>> {
-        let (mut orphans, mut rest): (Vec<Vec<u8>>, Vec<Vec<u8>>) = out
-            .split_inclusive(|&b| b == b'\n')
+        out.split_inclusive(|&b| b == b'\n')
             .map(<[u8]>::to_vec)
-            .partition(|l| l.windows(22).any(|w| w == b"exited before answerin"));
-        orphans.sort();
-        rest.extend(orphans);
-        rest
+            .collect()
     }
 
     /// Bytes for a failure message: the head and the tail of a long text.
