@@ -9,6 +9,50 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// A server's line as JSON. `serde_json` refuses a lone surrogate escape,
+/// which a JavaScript server writes for a description cut inside a pair (and
+/// which its SDK's clients read); the audit reads one as U+FFFD, so such a
+/// page is audited instead of skipped until the wait runs out.
+fn parse_line(line: &str) -> Option<Value> {
+    serde_json::from_str(line)
+        .ok()
+        .or_else(|| serde_json::from_slice(&lone_surrogates_as_replacement(line.as_bytes())).ok())
+}
+
+/// `json` with each `\u` escape of a surrogate outside a high+low pair written
+/// `\ufffd` (the same length; U+FFFD is what a UTF-8 reader puts in its
+/// place). Escapes are read as escapes (`\\ud83d` is a backslash, then text).
+pub(crate) fn lone_surrogates_as_replacement(json: &[u8]) -> Vec<u8> {
+    let code = |i: usize| {
+        let h = json.get(i..i + 6).filter(|e| e.starts_with(b"\\u"))?;
+        u32::from_str_radix(std::str::from_utf8(h.get(2..)?).ok()?, 16).ok()
+    };
+    let mut out = Vec::with_capacity(json.len());
+    let mut i = 0;
+    while let Some(&b) = json.get(i) {
+        let step = match (b, code(i)) {
+            (b'\\', Some(0xD800..=0xDBFF))
+                if code(i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
+            {
+                12
+            }
+            (b'\\', Some(0xD800..=0xDFFF)) => {
+                out.extend_from_slice(b"\\ufffd");
+                i += 6;
+                continue;
+            }
+            (b'\\', _) => 2,
+            _ => 1,
+        };
+        out.extend_from_slice(
+            json.get(i..i + step)
+                .unwrap_or(json.get(i..).unwrap_or(&[])),
+        );
+        i += step;
+    }
+    out
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct AuditArgs {
     /// The inventory to audit against (without one, every tool lacks a row).
@@ -197,7 +241,7 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
             let line = rx
                 .recv_timeout(timeout)
                 .map_err(|_| format!("no answer to request {id} within {}s", timeout.as_secs()))?;
-            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            let Some(v) = parse_line(&line) else {
                 continue;
             };
             if v.get("method").is_some() && v.get("id").is_some() {
@@ -280,4 +324,36 @@ pub fn run(a: AuditArgs) -> u8 {
         println!("{} tool(s), {} finding(s)", tools.len(), findings.len());
     }
     u8::from(!findings.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lone_surrogates_as_replacement as fix, parse_line};
+
+    #[test]
+    fn lone_surrogate_escapes_become_the_replacement_character() {
+        let cases: [(&str, &str); 7] = [
+            (r#""\ud83d""#, r#""\ufffd""#),
+            (r#""\ud83d\ude00""#, r#""\ud83d\ude00""#),
+            (r#""\\ud83d""#, r#""\\ud83d""#),
+            (
+                r#""\uDC00\ud83d\uDE00\ud83d""#,
+                r#""\ufffd\ud83d\uDE00\ufffd""#,
+            ),
+            (r#""\ud83d\ud83d\ude00x""#, r#""\ufffd\ud83d\ude00x""#),
+            (r#""\ud83d\n\u00e9""#, r#""\ufffd\n\u00e9""#),
+            (r#""\ud8"#, r#""\ud8"#),
+        ];
+        for (input, want) in cases {
+            assert_eq!(String::from_utf8(fix(input.as_bytes())).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_page_with_a_lone_surrogate_is_read() {
+        let line = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"t","description":"cut \ud83d","inputSchema":{"type":"object"}}]}}"#;
+        let v = parse_line(line).expect("read");
+        assert_eq!(v["result"]["tools"][0]["description"], "cut \u{fffd}");
+        assert!(parse_line("{\"id\":").is_none());
+    }
 }

@@ -1832,30 +1832,7 @@ mod tests {
     /// grammar has them; serde_json refuses them, so each is read as
     /// `\ufffd`, of the same length, first).
     fn is_json(line: &[u8]) -> bool {
-        let code = |i: usize| {
-            let h = line.get(i..i + 6).filter(|e| e.starts_with(b"\\u"))?;
-            u32::from_str_radix(std::str::from_utf8(&h[2..]).ok()?, 16).ok()
-        };
-        let mut v = Vec::with_capacity(line.len());
-        let mut i = 0;
-        while let Some(&b) = line.get(i) {
-            let step = match (b, code(i)) {
-                (b'\\', Some(0xD800..=0xDBFF))
-                    if code(i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
-                {
-                    12
-                }
-                (b'\\', Some(0xD800..=0xDFFF)) => {
-                    v.extend_from_slice(b"\\ufffd");
-                    i += 6;
-                    continue;
-                }
-                (b'\\', _) => 2,
-                _ => 1,
-            };
-            v.extend_from_slice(line.get(i..i + step).unwrap_or(&line[i..]));
-            i += step;
-        }
+        let v = crate::audit::lone_surrogates_as_replacement(line);
         serde_json::from_slice::<serde_json::Value>(&v).is_ok()
     }
 
