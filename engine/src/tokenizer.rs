@@ -1846,12 +1846,7 @@ impl Tokenizer {
             self.allow_enc -= enc;
             if from_prev {
                 // The unit's head is held; add its tail and emit it whole.
-                let have = self.held_len as usize;
-                let tail = chunk.get(start..i).unwrap_or(&[]);
-                if let Some(dst) = self.held.get_mut(have..have + tail.len()) {
-                    dst.copy_from_slice(tail);
-                    self.held_len += tail.len() as u8;
-                }
+                self.append_held(chunk.get(start..i).unwrap_or(&[]));
                 *pos = i;
                 return Some(Tok::StrHeld);
             }
@@ -1888,16 +1883,10 @@ impl Tokenizer {
             return None;
         }
         *pos = i;
-        if 3 > self.allow_dec || 6 > self.allow_enc {
-            // The high surrogate does not fit: the cut falls before it.
-            self.keep = false;
-            self.cut = true;
-            self.cut_by_dec = 3 > self.allow_dec;
-            let end = if from_prev { start } else { self.unit_start };
-            return (end > start).then_some(Tok::StrSpan(start, end));
+        let head = if from_prev { start } else { self.unit_start };
+        if let Err(tok) = self.keep_lone_high(start, head) {
+            return tok;
         }
-        self.allow_dec -= 3;
-        self.allow_enc -= 6;
         let second_fits = dec2 <= self.allow_dec && enc2 <= self.allow_enc;
         if second_fits {
             self.allow_dec -= dec2;
@@ -1951,16 +1940,11 @@ impl Tokenizer {
         if !self.keep {
             return None;
         }
-        if 3 > self.allow_dec || 6 > self.allow_enc {
-            self.keep = false;
-            self.cut = true;
-            self.cut_by_dec = 3 > self.allow_dec;
+        let head = if from_prev { start } else { first_start };
+        if let Err(tok) = self.keep_lone_high(start, head) {
             *pos = i;
-            let end = if from_prev { start } else { first_start };
-            return (end > start).then_some(Tok::StrSpan(start, end));
+            return tok;
         }
-        self.allow_dec -= 3;
-        self.allow_enc -= 6;
         if !from_prev {
             return None;
         }
@@ -1973,6 +1957,21 @@ impl Tokenizer {
         self.prev_unit_bytes = 6;
         *pos = i;
         Some(Tok::StrHeld)
+    }
+
+    /// A lone high surrogate (6 bytes, 3 decoded) that began at `head` (this
+    /// call's `start` if it began before the call) is kept, or the string is
+    /// cut before it: `Err` then holds the span to emit, if any.
+    fn keep_lone_high(&mut self, start: usize, head: usize) -> Result<(), Option<Tok>> {
+        if 3 > self.allow_dec || 6 > self.allow_enc {
+            self.keep = false;
+            self.cut = true;
+            self.cut_by_dec = 3 > self.allow_dec;
+            return Err((head > start).then_some(Tok::StrSpan(start, head)));
+        }
+        self.allow_dec -= 3;
+        self.allow_enc -= 6;
+        Ok(())
     }
 
     /// Add `tail` to the held unit.
@@ -2237,12 +2236,7 @@ impl Tokenizer {
                 };
                 self.prev_unit_bytes = self.prev_unit_bytes.saturating_add((n - from) as u8);
                 if self.keep {
-                    let part = chunk.get(from..n).unwrap_or(&[]);
-                    let have = self.held_len as usize;
-                    if let Some(dst) = self.held.get_mut(have..have + part.len()) {
-                        dst.copy_from_slice(part);
-                        self.held_len += part.len() as u8;
-                    }
+                    self.append_held(chunk.get(from..n).unwrap_or(&[]));
                 }
                 self.unit_from_prev = true;
                 if self.keep && span_end > start {

@@ -108,11 +108,8 @@ fn budget(lim: Limits, lenient: bool, doc: &[u8], bounds: &[usize]) -> Result<Ve
     let mut b = Budget::new(lim).unwrap();
     b.set_lone_surrogates(lenient);
     let mut out = Vec::new();
-    let mut prev = 0;
-    for &end in bounds.iter().chain([doc.len()].iter()) {
-        let end = end.clamp(prev, doc.len());
-        b.feed(&doc[prev..end], &mut out)?;
-        prev = end;
+    for piece in checks::chunks(doc, bounds) {
+        b.feed(piece, &mut out)?;
     }
     let rec = b.finish(&mut out)?.to_json();
     out.push(b'\n');
@@ -290,11 +287,8 @@ fn project(lim: McpLimits, lenient: bool, line: &[u8], bounds: &[usize]) -> Resu
     p.set_lone_surrogates(lenient);
     p.begin(tool());
     let mut out = Vec::new();
-    let mut prev = 0;
-    for &end in bounds.iter().chain([line.len()].iter()) {
-        let end = end.clamp(prev, line.len());
-        p.feed(&line[prev..end], &mut out)?;
-        prev = end;
+    for piece in checks::chunks(line, bounds) {
+        p.feed(piece, &mut out)?;
     }
     let rec = p.finish(&mut out)?.to_json();
     out.push(b'\n');
@@ -367,13 +361,10 @@ fn guard(lenient: bool, line: &[u8], bounds: &[usize]) -> String {
     g.set_lone_surrogates(lenient);
     g.reset();
     let mut early = None;
-    let mut prev = 0;
-    for &end in bounds.iter().chain([line.len()].iter()) {
-        let end = end.clamp(prev, line.len());
-        if let Some(v) = g.feed(&line[prev..end]) {
+    for piece in checks::chunks(line, bounds) {
+        if let Some(v) = g.feed(piece) {
             early.get_or_insert(v);
         }
-        prev = end;
     }
     let last = g.finish("t");
     // (Which cap a piece's early verdict names can depend on where the piece

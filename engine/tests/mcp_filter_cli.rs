@@ -20,8 +20,13 @@ struct Out {
 /// Run `resultbudget filter ARGS` with `input` on stdin (written from a
 /// thread, so large inputs cannot deadlock against a full stdout pipe).
 fn filter(args: &[&str], input: Vec<u8>) -> Out {
+    run_command("filter", args, input)
+}
+
+/// Run `resultbudget COMMAND ARGS` with `input` on stdin.
+fn run_command(command: &str, args: &[&str], input: Vec<u8>) -> Out {
     let mut child = Command::new(BIN)
-        .arg("filter")
+        .arg(command)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -344,24 +349,11 @@ fn lone_surrogates_pass_the_filter_unless_refused() {
 
 #[test]
 fn the_budget_command_refuses_lone_surrogates_unless_told_to_pass_them() {
+    let doc = br#"["\uDC00 then \ud83d", "\ud83d\ude00"]"#;
     let run = |args: &[&str]| {
-        let mut child = Command::new(BIN)
-            .arg("budget")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn resultbudget");
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(br#"["\uDC00 then \ud83d", "\ud83d\ude00"]"#)
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = run_command("budget", args, doc.to_vec());
         (
-            out.status.code(),
+            Some(out.code),
             String::from_utf8_lossy(&out.stdout).into_owned(),
         )
     };
