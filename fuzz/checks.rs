@@ -29,6 +29,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
+use resultbudget::proxy::{relay_session, ProxyConfig};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
 use serde::Deserialize;
@@ -552,6 +553,463 @@ pub fn chunks<'a>(data: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
 /// One-byte chunks.
 pub fn bytewise(data: &[u8]) -> Vec<&[u8]> {
     data.chunks(1).collect()
+}
+
+// ---------------------------------------------------------------------------
+// The proxy's relays
+// ---------------------------------------------------------------------------
+
+/// Limits, caps and reads of one proxy session.
+#[derive(Debug, Clone, Arbitrary)]
+pub struct ProxyCfg {
+    /// The body is the client's bytes, a NUL, then the server's bytes.
+    pub raw: bool,
+    /// None: no ceiling; Some(n): 1024 + n % 4096.
+    pub result: Option<u16>,
+    pub text: Lim,
+    pub block: Lim,
+    pub list: Lim,
+    pub string: Lim,
+    pub structured: Lim,
+    pub arg_bytes: Lim,
+    pub arg_string_bytes: Lim,
+    pub arg_items: Lim,
+    pub request: Lim,
+    /// None: the default look-ahead; Some(n): 64 + n % 4096 bytes.
+    pub lookahead: Option<u16>,
+    /// Refuse lone surrogates (`--lone-surrogates refuse`).
+    pub strict: bool,
+    /// Read sizes of the split run (1 + n % 512 each, in turn).
+    pub client_reads: [u16; 3],
+    pub server_reads: [u16; 3],
+}
+
+/// The tools the session's proxy knows: (name, typed, read-only).
+pub const PROXY_TOOLS: &[(&str, bool, bool)] = &[
+    ("typed", true, true),
+    ("plain", false, true),
+    ("mut", true, false),
+];
+
+impl ProxyCfg {
+    pub fn config(&self) -> ProxyConfig {
+        let limits = McpLimits {
+            max_result_bytes: self.result.map_or(u64::MAX, |n| {
+                resultbudget::mcp::MIN_MCP_RESULT_BYTES + n as u64 % 4096
+            }),
+            max_text_bytes: self.text.get(),
+            max_text_block_bytes: self.block.get(),
+            max_list_items: self.list.get(),
+            max_string_bytes: self.string.get(),
+            max_structured_bytes: self.structured.get(),
+            ..McpLimits::DEFAULT
+        };
+        let caps = ArgCaps {
+            max_arg_bytes: self.arg_bytes.get(),
+            max_arg_string_bytes: self.arg_string_bytes.get(),
+            max_arg_items: self.arg_items.get(),
+            max_request_bytes: self.request.get().max(64),
+            ..ArgCaps::DEFAULT
+        };
+        ProxyConfig {
+            limits,
+            guard: Guard::new(caps),
+            lookahead: self
+                .lookahead
+                .map_or(ProxyConfig::default().lookahead, |n| 64 + n as usize % 4096),
+            log_level: resultbudget::proxy::LogLevel::Error,
+            lone_surrogates: !self.strict,
+            ..ProxyConfig::default()
+        }
+    }
+}
+
+/// A reader that hands out its bytes in reads of the given sizes, in turn.
+pub struct Reads<'a> {
+    data: &'a [u8],
+    sizes: Vec<usize>,
+    k: usize,
+}
+
+impl<'a> Reads<'a> {
+    pub fn new(data: &'a [u8], sizes: &[usize]) -> Reads<'a> {
+        Reads {
+            data,
+            sizes: sizes.to_vec(),
+            k: 0,
+        }
+    }
+}
+
+impl std::io::Read for Reads<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = self.sizes.get(self.k % self.sizes.len().max(1)).copied();
+        self.k += 1;
+        let n = want
+            .unwrap_or(usize::MAX)
+            .max(1)
+            .min(buf.len())
+            .min(self.data.len());
+        let (head, rest) = self.data.split_at(n);
+        buf[..n].copy_from_slice(head);
+        self.data = rest;
+        Ok(n)
+    }
+}
+
+/// An id from a small set, so that ids meet: numbers, strings, `null`.
+fn gen_id(g: &mut Gen) -> &'static str {
+    [
+        "1",
+        "2",
+        "3",
+        "\"a\"",
+        "\"b\"",
+        "7",
+        "null",
+        "\"resultbudget-tools-0\"",
+    ][g.pick(8) as usize]
+}
+
+/// One value from the generator, as bytes.
+fn gen_value(g: &mut Gen) -> Vec<u8> {
+    let keep = std::mem::take(&mut g.out);
+    g.value(1);
+    std::mem::replace(&mut g.out, keep)
+}
+
+/// One string from the generator, quoted.
+fn gen_string(g: &mut Gen) -> Vec<u8> {
+    let keep = std::mem::take(&mut g.out);
+    g.string();
+    std::mem::replace(&mut g.out, keep)
+}
+
+/// `{` + the members in the generator's order + `}`.
+fn object(g: &mut Gen, members: Vec<Vec<u8>>) -> Vec<u8> {
+    let mut m = members;
+    // Any order (the TypeScript SDK writes `id` last).
+    for i in (1..m.len()).rev() {
+        let j = g.pick((i + 1) as u8) as usize;
+        m.swap(i, j);
+    }
+    let mut v = b"{".to_vec();
+    v.extend_from_slice(&m.join(&b","[..]));
+    v.push(b'}');
+    v
+}
+
+fn member(k: &str, v: &[u8]) -> Vec<u8> {
+    let mut m = format!("\"{k}\":").into_bytes();
+    m.extend_from_slice(v);
+    m
+}
+
+/// A client line: calls, lists, other requests, notifications, answers to
+/// the server, broken and blank lines.
+fn client_line(g: &mut Gen) -> Vec<u8> {
+    let id = gen_id(g).as_bytes().to_vec();
+    let rpc = member("jsonrpc", b"\"2.0\"");
+    let line = match g.pick(9) {
+        0..=3 => {
+            let name = ["\"typed\"", "\"plain\"", "\"mut\"", "\"other\""][g.pick(4) as usize];
+            let mut params = vec![
+                member("name", name.as_bytes()),
+                member("arguments", &gen_value(g)),
+            ];
+            if g.pick(4) == 0 {
+                params.push(member("_meta", b"{\"progressToken\":1}"));
+            }
+            let params = object(g, params);
+            object(
+                g,
+                vec![
+                    rpc,
+                    member("id", &id),
+                    member("method", b"\"tools/call\""),
+                    member("params", &params),
+                ],
+            )
+        }
+        4 => object(
+            g,
+            vec![rpc, member("id", &id), member("method", b"\"tools/list\"")],
+        ),
+        5 => {
+            let params = object(g, vec![member("requestId", &id)]);
+            object(
+                g,
+                vec![
+                    rpc,
+                    member("method", b"\"notifications/cancelled\""),
+                    member("params", &params),
+                ],
+            )
+        }
+        6 => {
+            let result = gen_value(g);
+            object(g, vec![rpc, member("id", &id), member("result", &result)])
+        }
+        7 => {
+            let params = object(g, vec![member("taskId", b"\"t1\"")]);
+            object(
+                g,
+                vec![
+                    rpc,
+                    member("id", &id),
+                    member("method", b"\"tasks/result\""),
+                    member("params", &params),
+                ],
+            )
+        }
+        _ => match g.pick(3) {
+            0 => Vec::new(),
+            1 => gen_value(g),
+            _ => object(
+                g,
+                vec![rpc, member("id", &id), member("method", b"\"ping\"")],
+            ),
+        },
+    };
+    maybe_cut(g, line)
+}
+
+/// A server line: tool results (text, structured, errors), task and list
+/// results, requests and notifications of the server's, stray output.
+fn server_line(g: &mut Gen) -> Vec<u8> {
+    let id = gen_id(g).as_bytes().to_vec();
+    let rpc = member("jsonrpc", b"\"2.0\"");
+    let line = match g.pick(8) {
+        0..=3 => {
+            let mut blocks = Vec::new();
+            for _ in 0..g.pick(3) {
+                let text = gen_string(g);
+                let b = object(g, vec![member("type", b"\"text\""), member("text", &text)]);
+                blocks.push(b);
+            }
+            let mut content = b"[".to_vec();
+            content.extend_from_slice(&blocks.join(&b","[..]));
+            content.push(b']');
+            let mut result = vec![member("content", &content)];
+            if g.flag() {
+                let mut sc = gen_value(g);
+                if !sc.starts_with(b"{") {
+                    sc = b"{}".to_vec();
+                }
+                result.push(member("structuredContent", &sc));
+            }
+            if g.flag() {
+                result.push(member("isError", b"true"));
+            }
+            let result = object(g, result);
+            object(g, vec![rpc, member("id", &id), member("result", &result)])
+        }
+        4 => {
+            let message = gen_string(g);
+            let err = object(
+                g,
+                vec![member("code", b"-32000"), member("message", &message)],
+            );
+            object(g, vec![rpc, member("id", &id), member("error", &err)])
+        }
+        5 => {
+            let result = if g.flag() {
+                b"{\"task\":{\"taskId\":\"t1\",\"status\":\"working\"}}".to_vec()
+            } else {
+                b"{\"tools\":[{\"name\":\"plain\",\"inputSchema\":{}}]}".to_vec()
+            };
+            object(g, vec![rpc, member("id", &id), member("result", &result)])
+        }
+        6 => {
+            let data = gen_value(g);
+            let params = object(g, vec![member("data", &data)]);
+            let method: &[u8] = if g.flag() {
+                b"\"sampling/createMessage\""
+            } else {
+                b"\"notifications/progress\""
+            };
+            object(
+                g,
+                vec![
+                    rpc,
+                    member("id", &id),
+                    member("method", method),
+                    member("params", &params),
+                ],
+            )
+        }
+        _ => {
+            [&b"debug: working"[..], b"{'status': 'ok'}", b"", b"[1,2"][g.pick(4) as usize].to_vec()
+        }
+    };
+    maybe_cut(g, line)
+}
+
+/// Sometimes the line cut short, as a broken writer leaves it.
+fn maybe_cut(g: &mut Gen, mut line: Vec<u8>) -> Vec<u8> {
+    if g.pick(16) == 0 && !line.is_empty() {
+        let at = g.u16() as usize % line.len();
+        line.truncate(at);
+    }
+    line
+}
+
+/// The session's inputs: the client's bytes and the server's.
+fn proxy_inputs(cfg: &ProxyCfg, body: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    if cfg.raw {
+        let at = body.iter().position(|&b| b == 0).unwrap_or(body.len());
+        let server = body.get(at + 1..).unwrap_or(&[]);
+        return (body[..at].to_vec(), server.to_vec());
+    }
+    let mut g = Gen::new(body, 0);
+    g.budget = 400;
+    let (mut client, mut server) = (Vec::new(), Vec::new());
+    for _ in 0..1 + g.pick(6) {
+        client.extend_from_slice(&client_line(&mut g));
+        client.push(b'\n');
+    }
+    for _ in 0..1 + g.pick(6) {
+        server.extend_from_slice(&server_line(&mut g));
+        server.push(b'\n');
+    }
+    (client, server)
+}
+
+/// The lines of `b` (without their newlines; a last line without one too).
+fn lines_of(b: &[u8]) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = b.split(|&c| c == b'\n').collect();
+    if v.last().is_some_and(|l| l.is_empty()) {
+        v.pop();
+    }
+    v
+}
+
+fn is_blank(l: &[u8]) -> bool {
+    l.iter().all(|b| b" \t\r".contains(b))
+}
+
+/// Whether `line` is JSON, a lone surrogate escape allowed (as `\ufffd`).
+/// (Nesting is bounded by the engine's 1024 levels, so the parse has no
+/// recursion limit.)
+fn json_line(line: &[u8]) -> bool {
+    scan_depth(line) <= 2 * DEFAULT_NESTING as usize
+        && serde_unbounded(&lone_as_replacement(line)).is_ok()
+}
+
+pub fn proxy_one(data: &[u8]) {
+    let (cfg, body): (ProxyCfg, _) = header(data);
+    let (client, server) = proxy_inputs(&cfg, body);
+    let run = |creads: &[usize], sreads: &[usize]| {
+        relay_session(
+            cfg.config(),
+            PROXY_TOOLS,
+            Reads::new(&client, creads),
+            Reads::new(&server, sreads),
+        )
+    };
+    let whole = run(&[usize::MAX], &[usize::MAX]);
+    let sizes = |r: &[u16; 3]| r.iter().map(|&n| 1 + n as usize % 512).collect::<Vec<_>>();
+    let split = run(&sizes(&cfg.client_reads), &sizes(&cfg.server_reads));
+    let long = lines_of(&client).iter().any(|l| l.len() > 60_000);
+    // However the pipes' reads split the input, the same session (but for
+    // how much of a long non-call line streamed on before it broke).
+    if !long {
+        assert!(
+            whole == split,
+            "the reads changed the session:\n{}\n{}\n--\n{}\n{}",
+            squash(&whole.to_server),
+            squash(&whole.to_client),
+            squash(&split.to_server),
+            squash(&split.to_client)
+        );
+    }
+    // Every line the client reads is JSON: a broken line is never forwarded
+    // (a session this small never streams a line before it is whole). What
+    // the proxy answers itself (an error, a refusal) answers a request the
+    // client sent.
+    let parse = |l: &[u8]| serde_json::from_slice::<Value>(&lone_as_replacement(l)).ok();
+    // (A request cut short is answered too: its id as far as it was read.)
+    let mut asked: Vec<Value> = lines_of(&client)
+        .iter()
+        .filter_map(|l| parse(l))
+        .filter(|v| v.get("method").is_some())
+        .filter_map(|v| v.get("id").cloned())
+        .collect();
+    for l in lines_of(&client) {
+        let mut g = Guard::new(ArgCaps::DEFAULT);
+        g.set_lone_surrogates(!cfg.strict);
+        g.feed(l);
+        g.end_line();
+        let f = g.facts();
+        if !f.method.is_empty() {
+            asked.extend(parse(&f.id));
+        }
+    }
+    let served = lines_of(&server);
+    for l in lines_of(&whole.to_client) {
+        assert!(
+            json_line(l),
+            "the client read a line that is not JSON: {}",
+            squash(l)
+        );
+        // (A server's line passed on unchanged may say anything.)
+        let Some(v) = parse(l).filter(|_| !served.contains(&l)) else {
+            continue;
+        };
+        let own_error = v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("resultbudget:"));
+        let refusal = v["result"]["_meta"].get("resultbudget/refusal").is_some();
+        if own_error || refusal {
+            assert!(
+                asked.contains(&v["id"]),
+                "the proxy answered an id the client never sent: {}",
+                squash(l)
+            );
+        }
+    }
+    // The server reads the client's lines unchanged, in order, and nothing
+    // else (its tools are known, so the proxy asks nothing itself); blank
+    // lines pass.
+    let sent = lines_of(&client);
+    let mut from = 0;
+    for l in lines_of(&whole.to_server) {
+        if is_blank(l) {
+            continue;
+        }
+        let at = sent[from..].iter().position(|s| s == &l);
+        let Some(at) = at else {
+            panic!(
+                "the server read a line the client did not send (or out of order): {}",
+                squash(l)
+            );
+        };
+        from += at + 1;
+        assert!(
+            json_line(l),
+            "the server read a line that is not JSON: {}",
+            squash(l)
+        );
+        // A call the guard refuses never reaches the server.
+        let mut g = cfg.config().guard;
+        g.set_lone_surrogates(!cfg.strict);
+        g.feed(l);
+        g.end_line();
+        if g.facts().is_call() {
+            let name = g.facts().name.clone();
+            let name = name
+                .strip_prefix(b"\"")
+                .and_then(|n| n.strip_suffix(b"\""))
+                .unwrap_or(&name);
+            let tool = String::from_utf8_lossy(name).into_owned();
+            let verdict = g.finish(&tool);
+            assert!(
+                verdict.is_none(),
+                "a refused call reached the server: {verdict:?} {}",
+                squash(l)
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -2675,7 +3133,7 @@ pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
 // ---------------------------------------------------------------------------
 
 /// The targets, by directory name under `fuzz/regressions/` and `fuzz/corpus/`.
-pub const TARGETS: &[&str] = &["tokenizer", "budget", "mcp", "guard"];
+pub const TARGETS: &[&str] = &["tokenizer", "budget", "mcp", "guard", "proxy"];
 
 /// Run one input through a target's checks (panics on a broken invariant).
 pub fn run_target(target: &str, data: &[u8]) {
@@ -2684,6 +3142,7 @@ pub fn run_target(target: &str, data: &[u8]) {
         "budget" => budget_one(data),
         "mcp" => mcp_one(data),
         "guard" => guard_one(data),
+        "proxy" => proxy_one(data),
         _ => panic!("unknown fuzz target {target:?}"),
     }
 }

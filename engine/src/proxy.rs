@@ -1567,6 +1567,63 @@ pub fn relay_server_output<R: Read>(
     (o.broken_line, o.orphaned)
 }
 
+/// A writer whose bytes can be read back from another handle (a clone).
+#[derive(Clone, Default)]
+struct Shared8(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared8 {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        lock(&self.0).extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What one session through the proxy's relays gave: the bytes the server
+/// read, the bytes the client read, and the server side's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOutput {
+    pub to_server: Vec<u8>,
+    pub to_client: Vec<u8>,
+    pub broken_line: bool,
+    pub orphaned: usize,
+}
+
+/// For fuzzing and tests: one whole session through both relays, with no
+/// child process and no threads. `tools` are known in advance (name, typed,
+/// read-only), so the proxy sends no `tools/list` of its own. All of the
+/// client's input is relayed first (calls registered, refused or forwarded),
+/// then all of the server's output, then the server's exit (what is still
+/// pending is answered). Each side is read as its reader hands it out, so a
+/// reader that splits its bytes tests the relays' split independence.
+#[doc(hidden)]
+pub fn relay_session<C: Read, S: Read>(
+    cfg: ProxyConfig,
+    tools: &[(&str, bool, bool)],
+    client: C,
+    server: S,
+) -> SessionOutput {
+    let to_client = Shared8::default();
+    let shared = Shared::new(cfg, Box::new(to_client.clone()));
+    lock(&shared.tools_state).known = true;
+    for &(name, typed, read_only) in tools {
+        lock(&shared.tools).insert(name.into(), ToolFacts { typed, read_only });
+    }
+    let to_server = Shared8::default();
+    relay_client(&shared, client, to_server.clone());
+    let o = server_to_client(&shared, server);
+    let to_server = std::mem::take(&mut *lock(&to_server.0));
+    let to_client = std::mem::take(&mut *lock(&to_client.0));
+    SessionOutput {
+        to_server,
+        to_client,
+        broken_line: o.broken_line,
+        orphaned: o.orphaned,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1620,20 +1677,6 @@ mod tests {
             fresh.insert(id.clone(), p.clone());
         }
         fresh
-    }
-
-    /// A writer the test reads back.
-    #[derive(Clone, Default)]
-    struct Shared8(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared8 {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            lock(&self.0).extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
     }
 
     #[test]
