@@ -927,11 +927,11 @@ pub fn proxy_one(data: &[u8]) {
     // (a session this small never streams a line before it is whole). What
     // the proxy answers itself (an error, a refusal) answers a request the
     // client sent.
-    let parse = |l: &[u8]| serde_json::from_slice::<Value>(&lone_as_replacement(l)).ok();
+    let value_of = |l: &[u8]| serde_json::from_slice::<Value>(&lone_as_replacement(l)).ok();
     // (A request cut short is answered too: its id as far as it was read.)
     let mut asked: Vec<Value> = lines_of(&client)
         .iter()
-        .filter_map(|l| parse(l))
+        .filter_map(|l| value_of(l))
         .filter(|v| v.get("method").is_some())
         .filter_map(|v| v.get("id").cloned())
         .collect();
@@ -942,7 +942,7 @@ pub fn proxy_one(data: &[u8]) {
         g.end_line();
         let f = g.facts();
         if !f.method.is_empty() {
-            asked.extend(parse(&f.id));
+            asked.extend(value_of(&f.id));
         }
     }
     let served = lines_of(&server);
@@ -953,9 +953,19 @@ pub fn proxy_one(data: &[u8]) {
             squash(l)
         );
         // (A server's line passed on unchanged may say anything.)
-        let Some(v) = parse(l).filter(|_| !served.contains(&l)) else {
+        let Some(v) = value_of(l).filter(|_| !served.contains(&l)) else {
             continue;
         };
+        // A result the proxy wrote (cut, or its own) fits the result budget.
+        let ceiling = cfg.config().limits.max_result_bytes;
+        if let Some(r) = parse(l).get_all(l, b"result").last() {
+            assert!(
+                r.span.len() as u64 <= ceiling,
+                "a result of {} bytes over the {ceiling}-byte budget: {}",
+                r.span.len(),
+                squash(l)
+            );
+        }
         let own_error = v["error"]["message"]
             .as_str()
             .is_some_and(|m| m.starts_with("resultbudget:"));
