@@ -1569,9 +1569,9 @@ pub fn relay_server_output<R: Read>(
 
 /// A writer whose bytes can be read back from another handle (a clone).
 #[derive(Clone, Default)]
-struct Shared8(Arc<Mutex<Vec<u8>>>);
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
 
-impl Write for Shared8 {
+impl Write for SharedBuf {
     fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
         lock(&self.0).extend_from_slice(b);
         Ok(b.len())
@@ -1605,13 +1605,13 @@ pub fn relay_session<C: Read, S: Read>(
     client: C,
     server: S,
 ) -> SessionOutput {
-    let to_client = Shared8::default();
+    let to_client = SharedBuf::default();
     let shared = Shared::new(cfg, Box::new(to_client.clone()));
     lock(&shared.tools_state).known = true;
     for &(name, typed, read_only) in tools {
         lock(&shared.tools).insert(name.into(), ToolFacts { typed, read_only });
     }
-    let to_server = Shared8::default();
+    let to_server = SharedBuf::default();
     relay_client(&shared, client, to_server.clone());
     let o = server_to_client(&shared, server);
     let to_server = std::mem::take(&mut *lock(&to_server.0));
@@ -1684,7 +1684,7 @@ mod tests {
         // A typed call the client cancelled, which the server never answers (as
         // the TypeScript SDK's servers do not), and an untyped call whose large
         // answer carries its id last, past the look-ahead.
-        let out = Shared8::default();
+        let out = SharedBuf::default();
         let cfg = ProxyConfig {
             lookahead: 1024,
             ..ProxyConfig::default()
@@ -1724,7 +1724,7 @@ mod tests {
     /// The client's lines after `server` is read with `pending` calls (ids)
     /// waiting, one parsed value per line.
     fn client_sees(pending: &[&[u8]], server: &str) -> Vec<serde_json::Value> {
-        let out = Shared8::default();
+        let out = SharedBuf::default();
         let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
         for id in pending {
             lock(&shared.pending).insert(
@@ -1804,7 +1804,7 @@ mod tests {
 
     #[test]
     fn requests_left_unanswered_get_their_errors_in_the_order_they_were_sent() {
-        let out = Shared8::default();
+        let out = SharedBuf::default();
         let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
         let ids: Vec<String> = (0..40).map(|i| format!("\"r{}\"", (i * 7) % 40)).collect();
         for (k, id) in ids.iter().enumerate() {
@@ -1836,7 +1836,7 @@ mod tests {
 
     #[test]
     fn the_proxys_own_tools_list_is_never_answered_to_the_client() {
-        let out = Shared8::default();
+        let out = SharedBuf::default();
         let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
         let own = b"\"resultbudget-tools-0\"".to_vec();
         let p = Pending {
@@ -2141,7 +2141,7 @@ mod tests {
         }
     }
 
-    fn fresh_shared(cfg: ProxyConfig, out: &Shared8) -> Shared {
+    fn fresh_shared(cfg: ProxyConfig, out: &SharedBuf) -> Shared {
         let shared = Shared::new(cfg, Box::new(out.clone()));
         lock(&shared.tools_state).known = true;
         for (name, typed) in [("typed", true), ("plain", false), ("wide", false)] {
@@ -2177,8 +2177,8 @@ mod tests {
                 .collect();
             let input = format!("{}\n", lines.join("\n")).into_bytes();
             let run = |sizes: Vec<usize>| {
-                let to_client = Shared8::default();
-                let to_server = Shared8::default();
+                let to_client = SharedBuf::default();
+                let to_server = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
                 let reader = Pieces::new(input.clone(), sizes);
                 relay_client(&shared, reader, to_server.clone());
@@ -2250,7 +2250,7 @@ mod tests {
             // without the lines that are not JSON.
             let max_hold = if r.below(3) == 0 { 1200 } else { 8 << 20 };
             let run = |sizes: Vec<usize>| {
-                let to_client = Shared8::default();
+                let to_client = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(lookahead, max_hold), &to_client);
                 lock(&shared.tasks).insert(b"\"t1\"".to_vec(), "typed".into());
                 for (id, p) in &pending {
