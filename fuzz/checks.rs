@@ -582,7 +582,19 @@ pub struct ProxyCfg {
     /// Read sizes of the split run (1 + n % 512 each, in turn).
     pub client_reads: [u16; 3],
     pub server_reads: [u16; 3],
+    /// With [`PROXY_INVENTORY`]: per-tool budgets and caps, list and search.
+    pub inventory: bool,
 }
+
+/// The inventory a session may run with: `plain` a paged list whose search
+/// twin is `find`, `typed` typed, `mut` a mutation with a small argument cap;
+/// result budgets of 1,024 to 3,000 bytes.
+pub const PROXY_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
+{"tool":"plain","server":"fuzz","surface":"list","classification":"directory","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":1500},"backend_query_bound":"paged","structured_content_policy":"cut_generic","search_twin":"find"},
+{"tool":"find","server":"fuzz","surface":"search","classification":"search","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":3000},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic","query_params":["q"]},
+{"tool":"typed","server":"fuzz","surface":"read","classification":"single","read_only":true,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":2048},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error"},
+{"tool":"mut","server":"fuzz","surface":"write","classification":"mutation","read_only":false,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":1024},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error","argument_caps":{"max_arg_bytes":300}}
+]}"#;
 
 /// The tools the session's proxy knows: (name, typed, read-only).
 pub const PROXY_TOOLS: &[(&str, bool, bool)] = &[
@@ -611,8 +623,13 @@ impl ProxyCfg {
             max_request_bytes: self.request.get().max(64),
             ..ArgCaps::DEFAULT
         };
+        let inventory = self.inventory.then(|| {
+            resultbudget::inventory::Inventory::parse(PROXY_INVENTORY)
+                .expect("the fuzz inventory is valid")
+        });
         ProxyConfig {
             limits,
+            inventory,
             guard: Guard::new(caps),
             lookahead: self
                 .lookahead
@@ -712,11 +729,17 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
     let rpc = member("jsonrpc", b"\"2.0\"");
     let line = match g.pick(9) {
         0..=3 => {
-            let name = ["\"typed\"", "\"plain\"", "\"mut\"", "\"other\""][g.pick(4) as usize];
-            let mut params = vec![
-                member("name", name.as_bytes()),
-                member("arguments", &gen_value(g)),
-            ];
+            let name =
+                ["\"typed\"", "\"plain\"", "\"mut\"", "\"find\"", "\"other\""][g.pick(5) as usize];
+            // Now and then what the inventory's contract looks at: a query
+            // given to a list, a limit over its maximum, a cursor.
+            let args = match g.pick(8) {
+                0 => b"{\"q\":\"x\"}".to_vec(),
+                1 => b"{\"limit\":50}".to_vec(),
+                2 => b"{\"limit\":3,\"cursor\":\"c1\"}".to_vec(),
+                _ => gen_value(g),
+            };
+            let mut params = vec![member("name", name.as_bytes()), member("arguments", &args)];
             if g.pick(4) == 0 {
                 params.push(member("_meta", b"{\"progressToken\":1}"));
             }
@@ -956,8 +979,12 @@ pub fn proxy_one(data: &[u8]) {
         let Some(v) = value_of(l).filter(|_| !served.contains(&l)) else {
             continue;
         };
-        // A result the proxy wrote (cut, or its own) fits the result budget.
-        let ceiling = cfg.config().limits.max_result_bytes;
+        // A result the proxy wrote (cut, or its own) fits the result budget
+        // (the inventory's rows go up to 3,000 bytes).
+        let mut ceiling = cfg.config().limits.max_result_bytes;
+        if cfg.inventory {
+            ceiling = ceiling.max(3000);
+        }
         if let Some(r) = parse(l).get_all(l, b"result").last() {
             assert!(
                 r.span.len() as u64 <= ceiling,
@@ -1001,7 +1028,9 @@ pub fn proxy_one(data: &[u8]) {
             squash(l)
         );
         // A call the guard refuses never reaches the server.
-        let mut g = cfg.config().guard;
+        let config = cfg.config();
+        let mut g = config.guard;
+        g.set_inventory(config.inventory);
         g.set_lone_surrogates(!cfg.strict);
         g.feed(l);
         g.end_line();
