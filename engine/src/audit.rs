@@ -2,6 +2,7 @@
 //! page of `tools/list`, and report each tool that breaks the inventory contract.
 
 use crate::inventory::{Class, Inventory};
+use crate::tokenizer::{is_low_escape, u_escape};
 use clap::Args;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
@@ -23,32 +24,22 @@ fn parse_line(line: &str) -> Option<Value> {
 /// `\ufffd` (the same length; U+FFFD is what a UTF-8 reader puts in its
 /// place). Escapes are read as escapes (`\\ud83d` is a backslash, then text).
 pub(crate) fn lone_surrogates_as_replacement(json: &[u8]) -> Vec<u8> {
-    let code = |i: usize| {
-        let h = json.get(i..i + 6).filter(|e| e.starts_with(b"\\u"))?;
-        u32::from_str_radix(std::str::from_utf8(h.get(2..)?).ok()?, 16).ok()
-    };
     let mut out = Vec::with_capacity(json.len());
     let mut i = 0;
     while let Some(&b) = json.get(i) {
-        let step = match (b, code(i)) {
-            (b'\\', Some(0xD800..=0xDBFF))
-                if code(i + 6).is_some_and(|lo| (0xDC00..0xE000).contains(&lo)) =>
-            {
-                12
-            }
-            (b'\\', Some(0xD800..=0xDFFF)) => {
+        let step = match u_escape(json, i) {
+            Some(0xD800..=0xDBFF) if is_low_escape(json, i + 6) => 12,
+            Some(0xD800..=0xDFFF) => {
                 out.extend_from_slice(b"\\ufffd");
                 i += 6;
                 continue;
             }
-            (b'\\', _) => 2,
+            _ if b == b'\\' => 2,
             _ => 1,
         };
-        out.extend_from_slice(
-            json.get(i..i + step)
-                .unwrap_or(json.get(i..).unwrap_or(&[])),
-        );
-        i += step;
+        let end = (i + step).min(json.len());
+        out.extend_from_slice(json.get(i..end).unwrap_or_default());
+        i = end;
     }
     out
 }

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::limits::Limits;
 use crate::out::Out;
 use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
-use crate::tokenizer::{hex4, Lit, Tok, Tokenizer};
+use crate::tokenizer::{hex4, is_low_escape, Lit, Tok, Tokenizer};
 
 /// Limits of the MCP projection. `u64::MAX` means no limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,12 +264,6 @@ pub(crate) fn unit_prefix(
         i += e;
         dec += d;
     }
-}
-
-/// Whether `enc[i..]` begins with the escape of a low surrogate.
-fn is_low_escape(enc: &[u8], i: usize) -> bool {
-    enc.get(i..i + 2) == Some(b"\\u")
-        && hex4(enc, i + 2).is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -278,6 +278,20 @@ pub(crate) fn hex4(s: &[u8], i: usize) -> Option<u32> {
     hex4_word(u32::from_le_bytes(w))
 }
 
+/// The code point of a whole `\uXXXX` escape at `s[i..]`.
+#[inline]
+pub(crate) fn u_escape(s: &[u8], i: usize) -> Option<u32> {
+    if s.get(i..i + 2)? != b"\\u" {
+        return None;
+    }
+    hex4(s, i + 2)
+}
+
+/// Whether `s[i..]` begins with the escape of a low surrogate.
+pub(crate) fn is_low_escape(s: &[u8], i: usize) -> bool {
+    u_escape(s, i).is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo))
+}
+
 /// The value of four hex digits packed little-endian in `w` (the first digit
 /// in the low byte), checked and combined in the register: no table loads,
 /// which sat on the critical path of every `\u` escape. `hex4_table` is
