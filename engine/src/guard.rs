@@ -491,13 +491,9 @@ impl Guard {
         &self.caps
     }
 
-    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
-    /// `JSON.stringify` writes for a string cut inside a pair) as one
-    /// character, as U+FFFD, instead of calling the line broken (off by default;
-    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
-    /// bytes are kept or cut like any other unit, never changed.
-    /// A lone surrogate counts 3 UTF-8 bytes and one character toward the
-    /// string caps.
+    /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
+    /// calling the line broken: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
+    /// It counts 3 UTF-8 bytes and one character toward the string caps.
     pub fn set_lone_surrogates(&mut self, on: bool) {
         self.lex.set_lone_surrogates(on);
     }

@@ -474,11 +474,8 @@ impl Projector {
         &self.lim
     }
 
-    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
-    /// `JSON.stringify` writes for a string cut inside a pair) as one
-    /// character, as U+FFFD, instead of refusing the input (off by default;
-    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
-    /// bytes are kept or cut like any other unit, never changed.
+    /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
+    /// refusing the input: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
     pub fn set_lone_surrogates(&mut self, on: bool) {
         self.lex.set_lone_surrogates(on);
     }

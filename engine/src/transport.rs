@@ -132,11 +132,8 @@ impl<W: Write> ProjectWriter<W> {
         self.lp.next_treat = Some(treat);
     }
 
-    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
-    /// `JSON.stringify` writes for a string cut inside a pair) as one
-    /// character, as U+FFFD, instead of refusing the input (off by default;
-    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
-    /// bytes are kept or cut like any other unit, never changed.
+    /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
+    /// refusing the input: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
     pub fn set_lone_surrogates(&mut self, on: bool) {
         self.lp.p.set_lone_surrogates(on);
     }
@@ -199,11 +196,8 @@ impl<W: AsyncWrite + Unpin> AsyncProjectWriter<W> {
         self.lp.next_treat = Some(treat);
     }
 
-    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
-    /// `JSON.stringify` writes for a string cut inside a pair) as one
-    /// character, as U+FFFD, instead of refusing the input (off by default;
-    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
-    /// bytes are kept or cut like any other unit, never changed.
+    /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
+    /// refusing the input: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
     pub fn set_lone_surrogates(&mut self, on: bool) {
         self.lp.p.set_lone_surrogates(on);
     }
@@ -287,11 +281,8 @@ impl McpEncoder {
         self.treat = treat;
     }
 
-    /// Read a surrogate escape outside a pair (`"\\ud83d"`, which JavaScript's
-    /// `JSON.stringify` writes for a string cut inside a pair) as one
-    /// character, as U+FFFD, instead of refusing the input (off by default;
-    /// see [`crate::tokenizer::Tokenizer::set_lone_surrogates`]). The escape's
-    /// bytes are kept or cut like any other unit, never changed.
+    /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
+    /// refusing the input: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
     pub fn set_lone_surrogates(&mut self, on: bool) {
         self.p.set_lone_surrogates(on);
     }
