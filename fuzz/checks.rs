@@ -29,7 +29,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
-use resultbudget::proxy::{relay_session, ProxyConfig};
+use resultbudget::proxy::{relay_session, ProxyConfig, SplitReads};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
 use serde::Deserialize;
@@ -641,39 +641,6 @@ impl ProxyCfg {
     }
 }
 
-/// A reader that hands out its bytes in reads of the given sizes, in turn.
-pub struct Reads<'a> {
-    data: &'a [u8],
-    sizes: Vec<usize>,
-    k: usize,
-}
-
-impl<'a> Reads<'a> {
-    pub fn new(data: &'a [u8], sizes: &[usize]) -> Reads<'a> {
-        Reads {
-            data,
-            sizes: sizes.to_vec(),
-            k: 0,
-        }
-    }
-}
-
-impl std::io::Read for Reads<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = self.sizes.get(self.k % self.sizes.len().max(1)).copied();
-        self.k += 1;
-        let n = want
-            .unwrap_or(usize::MAX)
-            .max(1)
-            .min(buf.len())
-            .min(self.data.len());
-        let (head, rest) = self.data.split_at(n);
-        buf[..n].copy_from_slice(head);
-        self.data = rest;
-        Ok(n)
-    }
-}
-
 /// An id from a small set, so that ids meet: numbers, strings, `null`.
 fn gen_id(g: &mut Gen) -> &'static str {
     [
@@ -926,8 +893,8 @@ pub fn proxy_one(data: &[u8]) {
         relay_session(
             cfg.config(),
             PROXY_TOOLS,
-            Reads::new(&client, creads),
-            Reads::new(&server, sreads),
+            SplitReads::new(&client, creads),
+            SplitReads::new(&server, sreads),
         )
     };
     let whole = run(&[usize::MAX], &[usize::MAX]);

@@ -1581,6 +1581,40 @@ impl Write for SharedBuf {
     }
 }
 
+/// For fuzzing and tests: a reader that hands out `data` in reads of
+/// `sizes` bytes in turn (at least one, at most what the caller's buffer
+/// holds), as a pipe may split it.
+#[doc(hidden)]
+pub struct SplitReads<'a> {
+    data: &'a [u8],
+    sizes: &'a [usize],
+    k: usize,
+}
+
+impl<'a> SplitReads<'a> {
+    pub fn new(data: &'a [u8], sizes: &'a [usize]) -> SplitReads<'a> {
+        SplitReads { data, sizes, k: 0 }
+    }
+}
+
+impl Read for SplitReads<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = self.sizes.get(self.k % self.sizes.len().max(1)).copied();
+        self.k += 1;
+        let n = want
+            .unwrap_or(usize::MAX)
+            .max(1)
+            .min(buf.len())
+            .min(self.data.len());
+        let (head, rest) = self.data.split_at(n);
+        if let Some(dst) = buf.get_mut(..n) {
+            dst.copy_from_slice(head);
+        }
+        self.data = rest;
+        Ok(n)
+    }
+}
+
 /// What one session through the proxy's relays gave: the bytes the server
 /// read, the bytes the client read, and the server side's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1879,42 +1913,6 @@ mod tests {
         serde_json::from_slice::<serde_json::Value>(&v).is_ok()
     }
 
-    /// Hands out its bytes in reads of the sizes given (in turn), as a pipe
-    /// may split them.
-    struct Pieces {
-        data: Vec<u8>,
-        at: usize,
-        sizes: Vec<usize>,
-        k: usize,
-    }
-
-    impl Pieces {
-        fn new(data: Vec<u8>, sizes: Vec<usize>) -> Pieces {
-            Pieces {
-                data,
-                at: 0,
-                sizes,
-                k: 0,
-            }
-        }
-    }
-
-    impl Read for Pieces {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let want = self.sizes.get(self.k % self.sizes.len().max(1)).copied();
-            self.k += 1;
-            let left = self.data.get(self.at..).unwrap_or(&[]);
-            let n = want
-                .unwrap_or(usize::MAX)
-                .max(1)
-                .min(buf.len())
-                .min(left.len());
-            buf[..n].copy_from_slice(&left[..n]);
-            self.at += n;
-            Ok(n)
-        }
-    }
-
     /// Xorshift, for the generated sessions below.
     struct Rng(u64);
 
@@ -2180,7 +2178,7 @@ mod tests {
                 let to_client = SharedBuf::default();
                 let to_server = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
-                let reader = Pieces::new(input.clone(), sizes);
+                let reader = SplitReads::new(&input, &sizes);
                 relay_client(&shared, reader, to_server.clone());
                 let c = lock(&to_client.0).clone();
                 let s = lock(&to_server.0).clone();
@@ -2259,7 +2257,7 @@ mod tests {
                         lock(&shared.pending).cancel(id.as_bytes());
                     }
                 }
-                let reader = Pieces::new(input.clone(), sizes);
+                let reader = SplitReads::new(&input, &sizes);
                 server_to_client(&shared, reader);
                 let out = lock(&to_client.0).clone();
                 let mut lines = lines_of(&out);
