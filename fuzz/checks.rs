@@ -889,9 +889,10 @@ fn json_line(line: &[u8]) -> bool {
 pub fn proxy_one(data: &[u8]) {
     let (cfg, body): (ProxyCfg, _) = header(data);
     let (client, server) = proxy_inputs(&cfg, body);
+    let config = cfg.config();
     let run = |creads: &[usize], sreads: &[usize]| {
         relay_session(
-            cfg.config(),
+            config.clone(),
             PROXY_TOOLS,
             SplitReads::new(&client, creads),
             SplitReads::new(&server, sreads),
@@ -936,6 +937,12 @@ pub fn proxy_one(data: &[u8]) {
         }
     }
     let served = lines_of(&server);
+    // A result the proxy wrote (cut, or its own) fits the result budget
+    // (the inventory's rows go up to 3,000 bytes).
+    let mut ceiling = config.limits.max_result_bytes;
+    if cfg.inventory {
+        ceiling = ceiling.max(3000);
+    }
     for l in lines_of(&whole.to_client) {
         assert!(
             json_line(l),
@@ -946,12 +953,6 @@ pub fn proxy_one(data: &[u8]) {
         let Some(v) = value_of(l).filter(|_| !served.contains(&l)) else {
             continue;
         };
-        // A result the proxy wrote (cut, or its own) fits the result budget
-        // (the inventory's rows go up to 3,000 bytes).
-        let mut ceiling = cfg.config().limits.max_result_bytes;
-        if cfg.inventory {
-            ceiling = ceiling.max(3000);
-        }
         if let Some(r) = parse(l).get_all(l, b"result").last() {
             assert!(
                 r.span.len() as u64 <= ceiling,
@@ -995,9 +996,8 @@ pub fn proxy_one(data: &[u8]) {
             squash(l)
         );
         // A call the guard refuses never reaches the server.
-        let config = cfg.config();
-        let mut g = config.guard;
-        g.set_inventory(config.inventory);
+        let mut g = config.guard.clone();
+        g.set_inventory(config.inventory.clone());
         g.set_lone_surrogates(!cfg.strict);
         g.feed(l);
         g.end_line();
