@@ -340,10 +340,7 @@ fn inline_escape(s: &[u8], i: usize) -> Option<(usize, u64, u32)> {
     let cp = hex4(s, i + 2)?;
     match cp {
         0xD800..=0xDBFF => {
-            if s.get(i + 6..i + 8)? != b"\\u" {
-                return None;
-            }
-            let low = hex4(s, i + 8)?;
+            let low = u_escape(s, i + 6)?;
             if !(0xDC00..=0xDFFF).contains(&low) {
                 return None;
             }
