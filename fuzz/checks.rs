@@ -874,6 +874,13 @@ fn lines_of(b: &[u8]) -> Vec<&[u8]> {
     v
 }
 
+/// The raw values of a JSON object's top-level members named `key`.
+fn top_level(l: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
+    let doc = parse(l);
+    let found = doc.get_all(l, key);
+    found.iter().map(|n| n.raw(l).to_vec()).collect()
+}
+
 fn is_blank(l: &[u8]) -> bool {
     l.iter().all(|b| b" \t\r".contains(b))
 }
@@ -937,6 +944,13 @@ pub fn proxy_one(data: &[u8]) {
         }
     }
     let served = lines_of(&server);
+    // What the proxy writes of its own: an error, or a refusal of a call.
+    let own = |v: &Value| {
+        let err = v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("resultbudget:"));
+        err || v["result"]["_meta"].get("resultbudget/refusal").is_some()
+    };
     // A result the proxy wrote (cut, or its own) fits the result budget
     // (the inventory's rows go up to 3,000 bytes).
     let mut ceiling = config.limits.max_result_bytes;
@@ -961,17 +975,66 @@ pub fn proxy_one(data: &[u8]) {
                 squash(l)
             );
         }
-        let own_error = v["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("resultbudget:"));
-        let refusal = v["result"]["_meta"].get("resultbudget/refusal").is_some();
-        if own_error || refusal {
+        if own(&v) {
             assert!(
                 asked.contains(&v["id"]),
                 "the proxy answered an id the client never sent: {}",
                 squash(l)
             );
         }
+    }
+    // Every server line the proxy can read reaches the client once, in
+    // order: unchanged but for insignificant whitespace, or, an answer, as
+    // the answer with the same id (budgeted). A line it cannot read is never
+    // forwarded (its call may get an error of the proxy's own). Nothing else
+    // reaches the client but the proxy's own errors and refusals.
+    let readable = |l: &[u8]| {
+        !is_blank(l)
+            && (!cfg.strict || lone_as_replacement(l) == l)
+            && scan_depth(l) <= DEFAULT_NESTING as usize
+            && serde_unbounded(&lone_as_replacement(l)).is_ok()
+    };
+    let got = lines_of(&whole.to_client);
+    let mut k = 0;
+    // (A last line without its newline is one the server left half-written.)
+    let whole_lines = served.len() - usize::from(!server.is_empty() && !server.ends_with(b"\n"));
+    for s in served.iter().take(whole_lines).filter(|s| readable(s)) {
+        let want = minify(s, &parse(s));
+        // (Ids compared as written: the proxy never rewrites one.)
+        let ids = top_level(s, b"id");
+        let answer = top_level(s, b"method").is_empty() && !ids.is_empty();
+        loop {
+            let Some(&c) = got.get(k) else {
+                panic!(
+                    "a server line never reached the client: {}\nserver:\n{}\nclient read:\n{}",
+                    squash(s),
+                    squash(&server),
+                    squash(&whole.to_client)
+                );
+            };
+            k += 1;
+            if c == want {
+                break;
+            }
+            let cv = value_of(c);
+            if cv.as_ref().is_some_and(own) {
+                continue;
+            }
+            assert!(
+                answer && top_level(c, b"id").iter().any(|i| ids.contains(i)),
+                "the client read {} where the server sent {}",
+                squash(c),
+                squash(s)
+            );
+            break;
+        }
+    }
+    for &c in got.get(k..).unwrap_or(&[]) {
+        assert!(
+            value_of(c).as_ref().is_some_and(own),
+            "the client read a line the server did not send: {}",
+            squash(c)
+        );
     }
     // The server reads the client's lines unchanged, in order, and nothing
     // else (its tools are known, so the proxy asks nothing itself); blank
