@@ -126,6 +126,19 @@ pub fn serde_unbounded(doc: &[u8]) -> Result<(), serde_json::Error> {
     de.end()
 }
 
+/// `doc` as a `Value`, however deep (up to twice the engine's default
+/// nesting, deeper than any line the engine reads).
+pub fn value_unbounded(doc: &[u8]) -> Option<Value> {
+    if scan_depth(doc) > 2 * DEFAULT_NESTING as usize {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(doc);
+    de.disable_recursion_limit();
+    let v = Value::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(v)
+}
+
 /// Deepest bracket nesting outside strings (no validation: an upper bound on
 /// what any parser would recurse into before failing).
 pub fn scan_depth(doc: &[u8]) -> usize {
@@ -925,7 +938,7 @@ pub fn proxy_one(data: &[u8]) {
     // (a session this small never streams a line before it is whole). What
     // the proxy answers itself (an error, a refusal) answers a request the
     // client sent.
-    let value_of = |l: &[u8]| serde_json::from_slice::<Value>(&lone_as_replacement(l)).ok();
+    let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
     // (A request cut short is answered too: its id as far as it was read.)
     let mut asked: Vec<Value> = lines_of(&client)
         .iter()
@@ -1034,6 +1047,62 @@ pub fn proxy_one(data: &[u8]) {
             value_of(c).as_ref().is_some_and(own),
             "the client read a line the server did not send: {}",
             squash(c)
+        );
+    }
+    // The proxy answers a request of the client's at most once (no more often
+    // than the client sent its id), and by the session's end every request it
+    // could read has an answer (the server's, or the proxy's own error or
+    // refusal) unless the client cancelled it: a client never waits forever.
+    let answers: Vec<Value> = got
+        .iter()
+        .filter_map(|c| value_of(c))
+        .filter(|v| v.get("method").is_none())
+        .collect();
+    let client_lines = lines_of(&client);
+    let sent_ids: Vec<Value> = client_lines
+        .iter()
+        .filter_map(|l| {
+            let mut g = Guard::new(ArgCaps::DEFAULT);
+            g.set_lone_surrogates(!cfg.strict);
+            g.feed(l);
+            g.end_line();
+            let f = g.facts();
+            (!f.method.is_empty()).then(|| value_of(&f.id)).flatten()
+        })
+        .collect();
+    for a in answers.iter().filter(|v| own(v)) {
+        let id = &a["id"];
+        let given = answers.iter().filter(|v| own(v) && &v["id"] == id).count();
+        let sent = sent_ids.iter().filter(|s| *s == id).count();
+        assert!(
+            given <= sent,
+            "the proxy answered id {id} {given} times for {sent} requests:\n{}",
+            squash(&whole.to_client)
+        );
+    }
+    let requests: Vec<Value> = client_lines
+        .iter()
+        .filter(|l| readable(l))
+        .filter_map(|l| value_of(l))
+        .filter(|v| v.get("method").is_some())
+        .collect();
+    let cancelled: Vec<&Value> = requests
+        .iter()
+        .filter(|v| v["method"] == "notifications/cancelled")
+        .map(|v| &v["params"]["requestId"])
+        .collect();
+    for r in &requests {
+        let Some(id) = r.get("id") else {
+            continue;
+        };
+        if cancelled.contains(&id) {
+            continue;
+        }
+        assert!(
+            answers.iter().any(|a| a.get("id") == Some(id)),
+            "request {} was never answered:\n{}",
+            r,
+            squash(&whole.to_client)
         );
     }
     // The server reads the client's lines unchanged, in order, and nothing
