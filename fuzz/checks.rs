@@ -939,23 +939,27 @@ pub fn proxy_one(data: &[u8]) {
     // the proxy answers itself (an error, a refusal) answers a request the
     // client sent.
     let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
+    // The id of each request as far as the guard read it.
+    let client_lines = lines_of(&client);
+    let sent_ids: Vec<Value> = client_lines
+        .iter()
+        .filter_map(|l| {
+            let mut g = Guard::new(ArgCaps::DEFAULT);
+            g.set_lone_surrogates(!cfg.strict);
+            g.feed(l);
+            g.end_line();
+            let f = g.facts();
+            (!f.method.is_empty()).then(|| value_of(&f.id)).flatten()
+        })
+        .collect();
     // (A request cut short is answered too: its id as far as it was read.)
-    let mut asked: Vec<Value> = lines_of(&client)
+    let mut asked: Vec<Value> = client_lines
         .iter()
         .filter_map(|l| value_of(l))
         .filter(|v| v.get("method").is_some())
         .filter_map(|v| v.get("id").cloned())
         .collect();
-    for l in lines_of(&client) {
-        let mut g = Guard::new(ArgCaps::DEFAULT);
-        g.set_lone_surrogates(!cfg.strict);
-        g.feed(l);
-        g.end_line();
-        let f = g.facts();
-        if !f.method.is_empty() {
-            asked.extend(value_of(&f.id));
-        }
-    }
+    asked.extend(sent_ids.iter().cloned());
     let served = lines_of(&server);
     // What the proxy writes of its own: an error, or a refusal of a call.
     let own = |v: &Value| {
@@ -1057,18 +1061,6 @@ pub fn proxy_one(data: &[u8]) {
         .iter()
         .filter_map(|c| value_of(c))
         .filter(|v| v.get("method").is_none())
-        .collect();
-    let client_lines = lines_of(&client);
-    let sent_ids: Vec<Value> = client_lines
-        .iter()
-        .filter_map(|l| {
-            let mut g = Guard::new(ArgCaps::DEFAULT);
-            g.set_lone_surrogates(!cfg.strict);
-            g.feed(l);
-            g.end_line();
-            let f = g.facts();
-            (!f.method.is_empty()).then(|| value_of(&f.id)).flatten()
-        })
         .collect();
     for a in answers.iter().filter(|v| own(v)) {
         let id = &a["id"];
