@@ -887,13 +887,6 @@ fn lines_of(b: &[u8]) -> Vec<&[u8]> {
     v
 }
 
-/// The raw values of a JSON object's top-level members named `key`.
-fn top_level(l: &[u8], key: &[u8]) -> Vec<Vec<u8>> {
-    let doc = parse(l);
-    let found = doc.get_all(l, key);
-    found.iter().map(|n| n.raw(l).to_vec()).collect()
-}
-
 fn is_blank(l: &[u8]) -> bool {
     l.iter().all(|b| b" \t\r".contains(b))
 }
@@ -952,10 +945,11 @@ pub fn proxy_one(data: &[u8]) {
             (!f.method.is_empty()).then(|| value_of(&f.id)).flatten()
         })
         .collect();
+    let client_values: Vec<Option<Value>> = client_lines.iter().map(|l| value_of(l)).collect();
     // (A request cut short is answered too: its id as far as it was read.)
-    let mut asked: Vec<Value> = client_lines
+    let mut asked: Vec<Value> = client_values
         .iter()
-        .filter_map(|l| value_of(l))
+        .flatten()
         .filter(|v| v.get("method").is_some())
         .filter_map(|v| v.get("id").cloned())
         .collect();
@@ -974,14 +968,16 @@ pub fn proxy_one(data: &[u8]) {
     if cfg.inventory {
         ceiling = ceiling.max(3000);
     }
-    for l in lines_of(&whole.to_client) {
+    let got = lines_of(&whole.to_client);
+    let got_values: Vec<Option<Value>> = got.iter().map(|l| value_of(l)).collect();
+    for (&l, v) in got.iter().zip(&got_values) {
         assert!(
             json_line(l),
             "the client read a line that is not JSON: {}",
             squash(l)
         );
         // (A server's line passed on unchanged may say anything.)
-        let Some(v) = value_of(l).filter(|_| !served.contains(&l)) else {
+        let Some(v) = v.as_ref().filter(|_| !served.contains(&l)) else {
             continue;
         };
         if let Some(r) = parse(l).get_all(l, b"result").last() {
@@ -992,7 +988,7 @@ pub fn proxy_one(data: &[u8]) {
                 squash(l)
             );
         }
-        if own(&v) {
+        if own(v) {
             assert!(
                 asked.contains(&v["id"]),
                 "the proxy answered an id the client never sent: {}",
@@ -1006,20 +1002,22 @@ pub fn proxy_one(data: &[u8]) {
     // forwarded (its call may get an error of the proxy's own). Nothing else
     // reaches the client but the proxy's own errors and refusals.
     let readable = |l: &[u8]| {
+        let read = lone_as_replacement(l);
         !is_blank(l)
-            && (!cfg.strict || lone_as_replacement(l) == l)
+            && (!cfg.strict || read == l)
             && scan_depth(l) <= DEFAULT_NESTING as usize
-            && serde_unbounded(&lone_as_replacement(l)).is_ok()
+            && serde_unbounded(&read).is_ok()
     };
-    let got = lines_of(&whole.to_client);
+    let own_line = |k: usize| got_values.get(k).and_then(Option::as_ref).is_some_and(own);
     let mut k = 0;
     // (A last line without its newline is one the server left half-written.)
     let whole_lines = served.len() - usize::from(!server.is_empty() && !server.ends_with(b"\n"));
     for s in served.iter().take(whole_lines).filter(|s| readable(s)) {
-        let want = minify(s, &parse(s));
+        let doc = parse(s);
+        let want = minify(s, &doc);
         // (Ids compared as written: the proxy never rewrites one.)
-        let ids = top_level(s, b"id");
-        let answer = top_level(s, b"method").is_empty() && !ids.is_empty();
+        let ids: Vec<&[u8]> = doc.get_all(s, b"id").iter().map(|n| n.raw(s)).collect();
+        let answer = doc.get_all(s, b"method").is_empty() && !ids.is_empty();
         loop {
             let Some(&c) = got.get(k) else {
                 panic!(
@@ -1033,12 +1031,15 @@ pub fn proxy_one(data: &[u8]) {
             if c == want {
                 break;
             }
-            let cv = value_of(c);
-            if cv.as_ref().is_some_and(own) {
+            if own_line(k - 1) {
                 continue;
             }
+            let same_id = parse(c)
+                .get_all(c, b"id")
+                .iter()
+                .any(|n| ids.contains(&n.raw(c)));
             assert!(
-                answer && top_level(c, b"id").iter().any(|i| ids.contains(i)),
+                answer && same_id,
                 "the client read {} where the server sent {}",
                 squash(c),
                 squash(s)
@@ -1046,9 +1047,9 @@ pub fn proxy_one(data: &[u8]) {
             break;
         }
     }
-    for &c in got.get(k..).unwrap_or(&[]) {
+    for (i, &c) in got.iter().enumerate().skip(k) {
         assert!(
-            value_of(c).as_ref().is_some_and(own),
+            own_line(i),
             "the client read a line the server did not send: {}",
             squash(c)
         );
@@ -1057,9 +1058,9 @@ pub fn proxy_one(data: &[u8]) {
     // than the client sent its id), and by the session's end every request it
     // could read has an answer (the server's, or the proxy's own error or
     // refusal) unless the client cancelled it: a client never waits forever.
-    let answers: Vec<Value> = got
+    let answers: Vec<&Value> = got_values
         .iter()
-        .filter_map(|c| value_of(c))
+        .flatten()
         .filter(|v| v.get("method").is_none())
         .collect();
     for a in answers.iter().filter(|v| own(v)) {
@@ -1072,10 +1073,11 @@ pub fn proxy_one(data: &[u8]) {
             squash(&whole.to_client)
         );
     }
-    let requests: Vec<Value> = client_lines
+    let requests: Vec<&Value> = client_lines
         .iter()
-        .filter(|l| readable(l))
-        .filter_map(|l| value_of(l))
+        .zip(&client_values)
+        .filter(|(l, _)| readable(l))
+        .filter_map(|(_, v)| v.as_ref())
         .filter(|v| v.get("method").is_some())
         .collect();
     let cancelled: Vec<&Value> = requests
