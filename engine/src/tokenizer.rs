@@ -859,8 +859,8 @@ fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
 /// Where 16 bytes are left in the chunk (nearly always), the 16 tests are
 /// written out, one branch each, with no loop: a loop this small ran 10–15%
 /// slower when its few bytes of code happened to cross a 64-byte line,
-/// which depends on where the linker puts the skip loop (docs/performance.md,
-/// twenty-second round).
+/// which depends on where the linker puts the skip loop
+/// (docs/performance-history.md, twenty-second round).
 #[inline(always)]
 fn skip_string_short_first(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
     if let Some(w) = chunk.get(start..).and_then(|s| s.first_chunk::<16>()) {
