@@ -7,6 +7,15 @@
 //! (set per message with `set_next_treat`, or the default). A line that is not
 //! valid JSON is replaced by a JSON-RPC error line (`-32700`) — the writer holds
 //! nothing larger than one chunk plus the budget of the message in progress.
+//! A line of whitespace only is dropped.
+//!
+//! When the inner writer fails (`WouldBlock` from a non-blocking socket, a
+//! closed pipe), nothing of the input passed to that call is taken, so the
+//! caller's retry with the same bytes is correct; output the inner writer has
+//! not accepted yet stays pending and goes first on the next call.
+//!
+//! [`McpEncoder`] encodes one message per item and writes exactly what the
+//! writers write for that message as a line.
 
 use crate::error::Error;
 use crate::mcp::{McpLimits, Projector, Treat};
@@ -114,7 +123,9 @@ impl LineProjector {
 pub struct ProjectWriter<W: Write> {
     inner: W,
     lp: LineProjector,
+    /// Finished lines; the inner writer has accepted `out[..sent]`.
     out: Vec<u8>,
+    sent: usize,
 }
 
 impl<W: Write> ProjectWriter<W> {
@@ -124,7 +135,23 @@ impl<W: Write> ProjectWriter<W> {
             inner,
             lp: LineProjector::new(lim, treat)?,
             out: Vec::with_capacity(64 * 1024),
+            sent: 0,
         })
+    }
+
+    /// Hand the pending output to the inner writer, all of it or an error.
+    fn drain(&mut self) -> io::Result<()> {
+        while let Some(rest) = self.out.get(self.sent..).filter(|r| !r.is_empty()) {
+            match self.inner.write(rest) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.clear();
+        self.sent = 0;
+        Ok(())
     }
 
     /// How to treat the next line that starts.
@@ -147,28 +174,39 @@ impl<W: Write> ProjectWriter<W> {
         std::mem::take(&mut self.lp.records)
     }
 
-    /// End the stream: a last line without a newline is completed, and the inner writer returned.
-    pub fn finish(mut self) -> io::Result<W> {
+    /// End the stream and keep the writer: a last line without a newline is
+    /// completed, and everything is handed to the inner writer and flushed.
+    /// After an error (`WouldBlock`) the rest stays pending, and `close` may
+    /// be called again. Writing on after it starts a new line.
+    pub fn close(&mut self) -> io::Result<()> {
         if self.lp.in_line {
             self.lp.end_line(&mut self.out);
         }
-        self.inner.write_all(&self.out)?;
-        self.inner.flush()?;
+        self.flush()
+    }
+
+    /// [`ProjectWriter::close`], then the inner writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.close()?;
         Ok(self.inner)
     }
 }
 
 impl<W: Write> Write for ProjectWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // Earlier output goes first. If the inner writer fails here, nothing
+        // of `buf` has been taken, and the caller's retry is correct.
+        self.drain()?;
         self.lp.push(buf, &mut self.out);
-        if !self.out.is_empty() {
-            self.inner.write_all(&self.out)?;
-            self.out.clear();
-        }
+        // `buf` is taken now, so this call succeeds. Lines the inner writer
+        // refuses stay pending, and its error comes back from the next
+        // `write` or `flush` (as `std::io::BufWriter` reports one).
+        let _ = self.drain();
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        self.drain()?;
         self.inner.flush()
     }
 }
@@ -200,6 +238,15 @@ impl<W: AsyncWrite + Unpin> AsyncProjectWriter<W> {
     /// refusing the input: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
     pub fn set_lone_surrogates(&mut self, on: bool) {
         self.lp.p.set_lone_surrogates(on);
+    }
+
+    /// Keep the records of lines that were cut (read them with `take_records`).
+    pub fn keep_records(&mut self, on: bool) {
+        self.lp.keep_records = on;
+    }
+
+    pub fn take_records(&mut self) -> Vec<crate::record::Record> {
+        std::mem::take(&mut self.lp.records)
     }
 
     pub fn into_inner(self) -> W {
@@ -235,6 +282,10 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncProjectWriter<W> {
             other => return other.map(|r| r.map(|_| 0)),
         }
         this.lp.push(buf, &mut this.out);
+        // Finished lines go out now where the inner writer takes them; what it
+        // does not take stays pending for the next write or flush, which
+        // report its error if it has one.
+        let _ = this.poll_drain(cx);
         Poll::Ready(Ok(buf.len()))
     }
 
@@ -258,8 +309,15 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncProjectWriter<W> {
     }
 }
 
-/// A tokio-util `Encoder` for whole JSON-RPC messages: each item is one message
-/// (without newline); the budgeted message and a newline are appended to `dst`.
+/// A tokio-util `Encoder` for whole JSON-RPC messages: each item is one message,
+/// and the budgeted message and a newline are appended to `dst`, exactly what
+/// the writers write for that message as a line: a message that is not valid
+/// JSON becomes a JSON-RPC error line (`-32700`, with the message's id where it
+/// was read), and an item of whitespace only writes nothing.
+///
+/// An item may end with one newline (it is the frame's, not the message's);
+/// an item with a newline anywhere else cannot be framed as one line, and
+/// `encode` refuses it with [`io::ErrorKind::InvalidInput`], writing nothing.
 #[derive(Debug)]
 pub struct McpEncoder {
     p: Projector,
@@ -292,14 +350,29 @@ impl<T: AsRef<[u8]>> tokio_util::codec::Encoder<T> for McpEncoder {
     type Error = io::Error;
 
     fn encode(&mut self, item: T, dst: &mut BytesMut) -> Result<(), io::Error> {
+        let item = item.as_ref();
+        let msg = item.strip_suffix(b"\n").unwrap_or(item);
+        if let Some(at) = memchr::memchr(b'\n', msg) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "resultbudget: the message has a newline at byte {at}; \
+                     newline-delimited JSON-RPC cannot frame it as one line"
+                ),
+            ));
+        }
+        if !crate::framing::has_content(msg) {
+            return Ok(());
+        }
         self.p.begin(self.treat.clone());
         self.scratch.clear();
         let res = self
             .p
-            .feed(item.as_ref(), &mut self.scratch)
+            .feed(msg, &mut self.scratch)
             .and_then(|()| self.p.finish(&mut self.scratch).map(|_| ()));
-        if let Err(e) = res {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+        if res.is_err() {
+            self.scratch.clear();
+            crate::jsonrpc::parse_error_line(&mut self.scratch, self.p.id());
         }
         dst.reserve(self.scratch.len() + 1);
         dst.put_slice(&self.scratch);
