@@ -362,8 +362,11 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         }
                     }
                     if failed && streamed {
-                        // Part of the line is out: end it, so the next line stays a line.
+                        // Part of the line is out: end it, so the next line
+                        // stays a line, then answer it as a held one is.
                         out.clear();
+                        out.push(b'\n');
+                        crate::jsonrpc::parse_error_line(&mut out, p.id());
                         eprintln!("resultbudget: line {line_no}: broken after {out_bytes} bytes were written");
                     } else if failed {
                         out.clear();

@@ -1,6 +1,7 @@
 //! `resultbudget filter` end to end through the built binary: one output line
 //! per non-blank input line, a malformed line becomes a JSON-RPC `-32700`
-//! error line and the stream goes on, results are budgeted, the rest passes.
+//! error line and the stream goes on (after the part already written, when
+//! more than 8 MiB of it streamed on), results are budgeted, the rest passes.
 mod mcp_support;
 
 use mcp_support::*;
@@ -279,6 +280,112 @@ fn filter_bounds_a_five_megabyte_line() {
         let r = run(McpLimits::DEFAULT, tool(), line.as_bytes(), BIG_CHUNK);
         assert_eq!(l, r.out.as_slice());
     }
+}
+
+/// With every limit off, a line's output past 8 MiB (`cli::MAX_HOLD`) streams
+/// on; if the line then breaks, the part written is ended as a line and the
+/// `-32700` line a held broken line gets follows it, so the reader keeps its
+/// framing and the request its answer. The stream goes on after it.
+#[test]
+fn filter_ends_a_broken_streamed_line_and_answers_it() {
+    let text = "0123456789abcdef".repeat(9 * 1024 * 1024 / 16);
+    let broken = format!(
+        r#"{{"jsonrpc":"2.0","id":41,"result":{{"content":[{{"type":"text","text":"{text}"}}],"isError":tru}}}}"#
+    );
+    let next = r#"{"jsonrpc":"2.0","id":42,"result":{"content":[]}}"#;
+    let none = [
+        "--max-result-bytes",
+        "none",
+        "--max-text-bytes",
+        "none",
+        "--max-text-block-bytes",
+        "none",
+    ];
+    let o = filter(
+        &none,
+        format!(
+            "{broken}
+{next}
+"
+        )
+        .into_bytes(),
+    );
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 3);
+    // What went out is the line's own first bytes, at least the hold's worth.
+    assert!(out[0].len() > resultbudget::cli::MAX_HOLD);
+    assert!(broken.as_bytes().starts_with(out[0]));
+    assert!(serde_json::from_slice::<serde_json::Value>(out[0]).is_err());
+    let e = json(out[1]);
+    assert_eq!(e["id"], 41);
+    assert_eq!(e["error"]["code"], -32700);
+    assert_eq!(out[2], next.as_bytes());
+    assert!(o.stderr.contains("line 1: broken after"), "{}", o.stderr);
+    // Under the hold the same break is replaced whole.
+    let short = broken.replacen(&text, "short", 1);
+    let o = filter(
+        &none,
+        format!(
+            "{short}
+{next}
+"
+        )
+        .into_bytes(),
+    );
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 2);
+    assert_eq!(json(out[0])["error"]["code"], -32700);
+    assert_eq!(out[1], next.as_bytes());
+}
+
+/// `--summary` (the README's main job) says on stderr, per line, what was
+/// cut, and its numbers are the output's.
+#[test]
+fn summary_says_what_each_line_lost() {
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/examples/tool-results.jsonl"
+    );
+    let input = std::fs::read(example).expect("the README's example");
+    let o = filter(&["--summary"], input.clone());
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    let out = lines(&o.stdout);
+    let ins = lines(&input);
+    let said: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(said.len(), ins.len(), "{}", o.stderr);
+    let mut cut = 0;
+    for (i, ((s, line_in), line_out)) in said.iter().zip(&ins).zip(&out).enumerate() {
+        let s = s
+            .strip_prefix(&format!("line {}: ", i + 1))
+            .unwrap_or_else(|| panic!("line {}: {s}", i + 1));
+        let rec = &json(line_out)["result"]["_meta"]["resultbudget/truncation"];
+        if rec["truncated"] == true {
+            cut += 1;
+            let want = format!(
+                "{} -> {} bytes; {} value(s) omitted, first cut by {}; at {}",
+                line_in.len(),
+                line_out.len(),
+                rec["omitted_count"],
+                rec["budget_kind"].as_str().expect("kind"),
+                rec["omitted_paths"]
+                    .as_array()
+                    .expect("paths")
+                    .iter()
+                    .map(|p| p.as_str().expect("path"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            assert_eq!(s, want);
+        } else {
+            assert_eq!(line_in, line_out);
+            assert_eq!(
+                s,
+                format!("{} bytes, nothing cut (passed unchanged)", line_in.len())
+            );
+        }
+    }
+    assert_eq!(cut, 2, "{}", o.stderr);
 }
 
 /// `budget` and `filter` ask for a wider pipe on their stdin (see
