@@ -132,11 +132,12 @@ pub fn audit_tools(tools: &[Value], inv: Option<&Inventory>) -> Vec<Finding> {
             class,
             Some(Class::List | Class::Search | Class::Discovery | Class::Directory)
         );
+        // The page-size argument: the row's, else `limit`.
+        let limit_param = row
+            .and_then(|r| r.limit.as_ref())
+            .map_or("limit", |l| l.param.as_str());
         if paged {
-            let limit_param = row
-                .and_then(|r| r.limit.as_ref())
-                .map_or("limit".to_string(), |l| l.param.clone());
-            if !has(&limit_param) {
+            if !has(limit_param) {
                 out.push(Finding {
                     tool: name.clone(),
                     kind: "paged_without_limit",
@@ -152,13 +153,13 @@ pub fn audit_tools(tools: &[Value], inv: Option<&Inventory>) -> Vec<Finding> {
             }
         }
         if let Some((def, max)) = class.and_then(Class::default_limits) {
-            if let Some(l) = props.and_then(|p| p.get("limit")) {
+            if let Some(l) = props.and_then(|p| p.get(limit_param)) {
                 if let Some(m) = l.get("maximum").and_then(Value::as_u64) {
                     if m > max {
                         out.push(Finding {
                             tool: name.clone(),
                             kind: "limit_outside_defaults",
-                            detail: format!("inputSchema limit maximum {m} is above {max}"),
+                            detail: format!("inputSchema {limit_param} maximum {m} is above {max}"),
                         });
                     }
                 }
@@ -167,7 +168,7 @@ pub fn audit_tools(tools: &[Value], inv: Option<&Inventory>) -> Vec<Finding> {
                         out.push(Finding {
                             tool: name.clone(),
                             kind: "limit_outside_defaults",
-                            detail: format!("inputSchema limit default {d} is above {def}"),
+                            detail: format!("inputSchema {limit_param} default {d} is above {def}"),
                         });
                     }
                 }
@@ -319,7 +320,83 @@ pub fn run(a: AuditArgs) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::{lone_surrogates_as_replacement as fix, parse_line};
+    use super::{audit_tools, lone_surrogates_as_replacement as fix, parse_line};
+    use crate::inventory::Inventory;
+    use serde_json::json;
+
+    fn kinds(tools: &[serde_json::Value], inv: Option<&Inventory>) -> Vec<(String, String)> {
+        audit_tools(tools, inv)
+            .into_iter()
+            .map(|f| (f.tool, format!("{}: {}", f.kind, f.detail)))
+            .collect()
+    }
+
+    #[test]
+    fn a_list_tool_that_takes_a_query_or_pages_past_the_defaults_is_reported() {
+        let tools = [
+            json!({"name": "list_items", "inputSchema": {"type": "object", "properties": {
+                "query": {"type": "string"}, "cursor": {"type": "string"},
+                "limit": {"type": "integer", "default": 50, "maximum": 500}}}}),
+            json!({"name": "list_fine", "inputSchema": {"type": "object", "properties": {
+                "cursor": {"type": "string"},
+                "limit": {"type": "integer", "default": 20, "maximum": 100}}}}),
+        ];
+        assert_eq!(
+            kinds(&tools, None)
+                .into_iter()
+                .filter(|(_, k)| !k.starts_with("no_inventory_row"))
+                .collect::<Vec<_>>(),
+            [
+                (
+                    "list_items",
+                    "list_accepts_query: a list tool whose inputSchema accepts \"query\""
+                ),
+                (
+                    "list_items",
+                    "limit_outside_defaults: inputSchema limit maximum 500 is above 100"
+                ),
+                (
+                    "list_items",
+                    "limit_outside_defaults: inputSchema limit default 50 is above 20"
+                ),
+            ]
+            .map(|(t, k)| (t.to_string(), k.to_string()))
+        );
+    }
+
+    #[test]
+    fn the_rows_page_size_argument_is_the_one_checked() {
+        // The row names `pageSize`: that is the argument whose bounds count,
+        // and a row's own limit past its class's defaults is reported too.
+        let row = |tool: &str, default: u64, max: u64| {
+            json!({"tool": tool, "surface": tool, "classification": "discovery", "read_only": true,
+                   "limit": {"param": "pageSize", "default": default, "max": max},
+                   "cursor": {"param": "cursor", "has_more_field": "has_more",
+                              "next_cursor_field": "next_cursor"},
+                   "per_item_budget_bytes": 256, "result_budget": {"max_result_bytes": 65536},
+                   "backend_query_bound": "limit+1", "structured_content_policy": "cut_generic"})
+        };
+        let inv = Inventory::parse(
+            &json!({"tools": [row("things", 20, 100), row("more_things", 30, 100)]}).to_string(),
+        )
+        .expect("inventory");
+        let tools = [
+            json!({"name": "things", "inputSchema": {"type": "object", "properties": {
+                "cursor": {"type": "string"},
+                "pageSize": {"type": "integer", "default": 20, "maximum": 1000},
+                "limit": {"type": "integer", "maximum": 5}}}}),
+            json!({"name": "more_things", "inputSchema": {"type": "object", "properties": {
+                "cursor": {"type": "string"}, "pageSize": {"type": "integer"}}}}),
+        ];
+        assert_eq!(
+            kinds(&tools, Some(&inv)),
+            [
+                ("things", "limit_outside_defaults: inputSchema pageSize maximum 1000 is above 100"),
+                ("more_things", "limit_outside_defaults: inventory limit 30/100 is outside the discovery defaults 20/100"),
+            ]
+            .map(|(t, k)| (t.to_string(), k.to_string()))
+        );
+    }
 
     #[test]
     fn lone_surrogate_escapes_become_the_replacement_character() {
