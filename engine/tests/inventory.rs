@@ -171,6 +171,165 @@ fn broken_inventories_are_refused_by_both_with_one_line_per_problem() {
             "a list row may not accept query arguments",
         ),
     ];
+    // Each field's wrong type or value, refused by both (one mutation each).
+    type Set = (&'static str, &'static str, Value, &'static str);
+    let fields: Vec<Set> = vec![
+        (
+            "argument_caps not an object",
+            "read_file",
+            json!({"argument_caps": 5}),
+            "argument_caps must be an object",
+        ),
+        (
+            "a negative argument cap",
+            "read_file",
+            json!({"argument_caps": {"max_arg_bytes": -1}}),
+            "argument_caps.max_arg_bytes must be a non-negative integer",
+        ),
+        (
+            "an unknown argument cap",
+            "read_file",
+            json!({"argument_caps": {"max_bytes": 10}}),
+            "argument_caps has an unknown field max_bytes",
+        ),
+        (
+            "query_params not strings",
+            "search_files",
+            json!({"query_params": [1]}),
+            "query_params must be an array of strings",
+        ),
+        (
+            "search_twin a number",
+            "list_directory",
+            json!({"search_twin": 5}),
+            "search_twin must be a string or null",
+        ),
+        (
+            "surface a number",
+            "read_file",
+            json!({"surface": 1}),
+            "surface must be a string",
+        ),
+        (
+            "tool empty",
+            "read_file",
+            json!({"tool": ""}),
+            "tool must be a non-empty string",
+        ),
+        (
+            "read_only a string",
+            "read_file",
+            json!({"read_only": "yes"}),
+            "read_only must be a boolean",
+        ),
+        (
+            "an unknown policy",
+            "read_file",
+            json!({"structured_content_policy": "drop"}),
+            "structured_content_policy must be",
+        ),
+        (
+            "limit without max",
+            "list_directory",
+            json!({"limit": {"param": "limit", "default": 50}}),
+            "limit needs integer default and max",
+        ),
+        (
+            "limit default 0",
+            "list_directory",
+            json!({"limit": {"param": "limit", "default": 0, "max": 200}}),
+            "limit default must be at least 1",
+        ),
+        (
+            "an unknown over_max",
+            "list_directory",
+            json!({"limit": {"param": "limit", "default": 50, "max": 200, "over_max": "truncate"}}),
+            "limit.over_max must be refuse or clamp",
+        ),
+        (
+            "an unknown limit field",
+            "list_directory",
+            json!({"limit": {"param": "limit", "default": 50, "max": 200, "step": 1}}),
+            "limit has an unknown field step",
+        ),
+        (
+            "limit a number",
+            "list_directory",
+            json!({"limit": 5}),
+            "limit must be an object or null",
+        ),
+        (
+            "a paged row without cursor",
+            "list_directory",
+            json!({"cursor": null}),
+            "a paged row must declare its cursor/has_more contract",
+        ),
+        (
+            "a cursor without next_cursor_field",
+            "list_directory",
+            json!({"cursor": {"param": "cursor", "has_more_field": "has_more"}}),
+            "cursor is missing next_cursor_field",
+        ),
+        (
+            "cursor a string",
+            "list_directory",
+            json!({"cursor": "cursor"}),
+            "cursor must be an object or null",
+        ),
+        (
+            "result_budget without max_result_bytes",
+            "read_file",
+            json!({"result_budget": {"max_text_bytes": 1000}}),
+            "result_budget.max_result_bytes is required",
+        ),
+        (
+            "result_budget a number",
+            "read_file",
+            json!({"result_budget": 65536}),
+            "result_budget must be an object",
+        ),
+        (
+            "a result limit as text",
+            "read_file",
+            json!({"result_budget": {"max_result_bytes": 65536, "max_text_bytes": "big"}}),
+            "result_budget.max_text_bytes must be a non-negative integer",
+        ),
+        (
+            "per_item_budget_bytes a string",
+            "read_file",
+            json!({"per_item_budget_bytes": "lots"}),
+            "per_item_budget_bytes must be an integer or null",
+        ),
+        (
+            "backend_query_bound a number",
+            "read_file",
+            json!({"backend_query_bound": 1}),
+            "backend_query_bound must be a string",
+        ),
+    ];
+    let mut cases = cases;
+    for (name, tool, set, expect) in fields {
+        let i = row(tool);
+        cases.push((
+            name,
+            Box::new(move |v: &mut Value| {
+                for (k, x) in set.as_object().expect("fields") {
+                    v["tools"][i][k] = x.clone();
+                }
+            }),
+            expect,
+        ));
+    }
+    cases.push((
+        "a row that is not an object",
+        Box::new(|v: &mut Value| v["tools"][0] = json!("read_file")),
+        "a row must be an object",
+    ));
+    cases.push((
+        "a top level that is not an object",
+        Box::new(|v: &mut Value| *v = json!([])),
+        "the top level must be an object",
+    ));
     // The checker refuses the broken document with a line naming the problem.
     let refused = |name: &str, mutate: &Mutation, expect: &str| -> Value {
         let mut doc = base.clone();
