@@ -73,3 +73,68 @@ impl Default for Limits {
         Limits::DEFAULT
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Limits, MIN_RESULT_BYTES};
+    use crate::mcp::{McpLimits, Projector, MIN_MCP_RESULT_BYTES};
+    use crate::Budget;
+
+    #[test]
+    fn unusable_limits_are_refused_with_the_reason() {
+        let small = Limits {
+            max_result_bytes: MIN_RESULT_BYTES - 1,
+            ..Limits::DEFAULT
+        };
+        let e = Budget::new(small).expect_err("refused");
+        assert_eq!(e, "max_result_bytes must be at least 8, got 7");
+        let flat = Limits {
+            max_nesting: 0,
+            ..Limits::DEFAULT
+        };
+        assert_eq!(
+            Budget::new(flat).expect_err("refused"),
+            "max_nesting must be at least 1"
+        );
+        let e = Projector::new(McpLimits {
+            max_result_bytes: MIN_MCP_RESULT_BYTES - 1,
+            ..McpLimits::DEFAULT
+        })
+        .expect_err("refused");
+        assert!(
+            e.starts_with("max_result_bytes must be at least 1024"),
+            "{e}"
+        );
+        let e = Projector::new(McpLimits {
+            max_nesting: 0,
+            ..McpLimits::DEFAULT
+        })
+        .expect_err("refused");
+        assert_eq!(e, "max_nesting must be at least 1");
+        assert_eq!(Limits::default(), Limits::DEFAULT);
+        assert_eq!(McpLimits::default(), McpLimits::DEFAULT);
+    }
+
+    /// At the smallest ceiling any value still comes out as one valid value.
+    #[test]
+    fn the_smallest_ceiling_still_gives_a_value() {
+        let lim = Limits {
+            max_result_bytes: MIN_RESULT_BYTES,
+            ..Limits::UNLIMITED
+        };
+        for doc in [
+            &b"{\"a\":[1,2,3],\"b\":\"long string here\"}"[..],
+            b"\"a string longer than eight bytes\"",
+            b"123456789012345",
+            b"[[[[[[[[[[]]]]]]]]]]",
+            b"true",
+        ] {
+            let mut b = Budget::new(lim).expect("usable");
+            let mut out = Vec::new();
+            b.feed(doc, &mut out).expect("valid");
+            b.finish(&mut out).expect("complete");
+            assert!(out.len() as u64 <= MIN_RESULT_BYTES, "{out:?}");
+            serde_json::from_slice::<serde_json::Value>(&out).expect("one valid value");
+        }
+    }
+}

@@ -1563,8 +1563,26 @@ pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::unit_prefix;
+    use super::{push_json_string, unit_prefix};
     use proptest::prelude::*;
+
+    /// Every character the engine's own messages may carry (a tool's name
+    /// goes into the typed error text) comes back from a JSON parser as it was.
+    #[test]
+    fn own_strings_are_valid_json_for_every_character() {
+        let mut all: String = (0u8..0x80).map(char::from).collect();
+        all.push_str("é€😀\u{2028}\u{fffd}");
+        for s in [all.as_str(), "", "\"", "\\", "a\nb", "\u{0}\u{1f}\u{7f}"] {
+            let mut out = Vec::new();
+            push_json_string(&mut out, s);
+            let back: String = serde_json::from_slice(&out).expect("valid JSON");
+            assert_eq!(back, s);
+            assert!(
+                !out.iter().any(|&b| b < 0x20),
+                "raw control byte in {out:?}"
+            );
+        }
+    }
 
     /// The oracle: one unit at a time, each sized from its first bytes.
     fn unit_prefix_naive(enc: &[u8], max_dec: u64, max_enc: u64) -> (usize, u64) {
