@@ -578,3 +578,50 @@ fn records_of_cut_lines_are_kept_on_request() {
             .eq(recs.iter().map(|r| r.to_json())));
     });
 }
+
+/// `set_next_treat` applies to the next line that starts, and only to it;
+/// the encoder's `set_treat` to every item after it.
+#[test]
+fn a_treat_set_for_the_next_line_applies_to_it_alone() {
+    let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"extra\":1}}";
+    let mut p = Projector::new(limits()).expect("limits");
+    let as_tool = expected_line(&mut p, line).expect("not blank");
+    assert!(
+        !as_tool.windows(7).any(|w| w == b"\"extra\""),
+        "a tool result drops it"
+    );
+    let passed = [&line[..], b"\n"].concat();
+    let want = [passed.clone(), as_tool.clone()].concat();
+    let input = [&passed[..], &passed[..]].concat();
+
+    let mut w = ProjectWriter::new(Vec::new(), limits(), treat()).expect("limits");
+    w.set_next_treat(Treat::Pass);
+    w.write_all(&input).expect("write");
+    assert!(w.finish().expect("finish") == want);
+    // Set inside a line: for the line after it.
+    let mut w = ProjectWriter::new(Vec::new(), limits(), treat()).expect("limits");
+    w.write_all(&input[..10]).expect("write");
+    w.set_next_treat(Treat::Pass);
+    w.write_all(&input[10..]).expect("write");
+    w.write_all(&passed).expect("write");
+    let got = w.finish().expect("finish");
+    assert!(got == [as_tool.clone(), passed.clone(), as_tool.clone()].concat());
+
+    let got = runtime().block_on(async {
+        let mut w = AsyncProjectWriter::new(Vec::new(), limits(), treat()).expect("limits");
+        w.set_next_treat(Treat::Pass);
+        w.write_all(&input).await.expect("write");
+        w.flush().await.expect("flush");
+        w.into_inner()
+    });
+    assert!(got == want);
+
+    let mut enc = McpEncoder::new(limits(), treat()).expect("limits");
+    let mut dst = BytesMut::new();
+    enc.set_treat(Treat::Pass);
+    enc.encode(&line[..], &mut dst).expect("encode");
+    enc.encode(&line[..], &mut dst).expect("encode");
+    enc.set_treat(treat());
+    enc.encode(&line[..], &mut dst).expect("encode");
+    assert!(dst[..] == [passed.clone(), passed, as_tool].concat()[..]);
+}
