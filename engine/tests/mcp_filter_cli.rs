@@ -474,3 +474,42 @@ fn the_budget_command_refuses_lone_surrogates_unless_told_to_pass_them() {
         )
     );
 }
+
+/// `budget` with a ceiling holds its output and prints nothing for input that
+/// turns out invalid; with `--max-result-bytes none` it streams, and after the
+/// error closes what is open, so stdout still holds one valid value: a prefix
+/// of the input's items.
+#[test]
+fn the_budget_command_leaves_one_value_when_streamed_input_breaks() {
+    let item = format!("{{\"name\":\"{}\",\"n\":[1,2.5,-3e2]}}", "x".repeat(200));
+    let items = vec![item.as_str(); 2000].join(",");
+    // Broken near its end, deep inside an object and a string.
+    let doc = format!("[{items},{{\"a\":[{{\"b\":\"unfinished \\x\"}}]}}]");
+    let held = run_command("budget", &[], doc.clone().into_bytes());
+    assert_eq!(held.code, 1);
+    assert!(held.stdout.is_empty(), "held output is not printed");
+    assert!(held.stderr.contains("invalid input"), "{}", held.stderr);
+
+    let streamed = run_command(
+        "budget",
+        &["--max-result-bytes", "none", "--max-list-items", "none"],
+        doc.into_bytes(),
+    );
+    assert_eq!(streamed.code, 1, "{}", streamed.stderr);
+    assert!(
+        streamed.stderr.contains("invalid input"),
+        "{}",
+        streamed.stderr
+    );
+    assert!(streamed.stdout.len() > 64 * 1024, "it streamed");
+    assert_eq!(streamed.stdout.last(), Some(&b'\n'));
+    let v = json(&streamed.stdout);
+    let got = v.as_array().expect("an array");
+    let want: serde_json::Value = serde_json::from_str(&item).expect("item");
+    // The whole items, then the broken one, closed where it broke: its
+    // string holds a prefix of what came before the bad escape.
+    assert_eq!(got.len(), 2001);
+    assert!(got[..2000].iter().all(|g| *g == want));
+    let b = got[2000]["a"][0]["b"].as_str().expect("the string, closed");
+    assert!("unfinished ".starts_with(b), "{b:?}");
+}
