@@ -563,3 +563,34 @@ pub fn summarize(rec: &crate::Record, in_bytes: u64, out_bytes: u64) -> String {
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{parse_limit, parse_size};
+
+    #[test]
+    fn sizes_take_binary_suffixes_and_refuse_the_rest() {
+        for (s, want) in [
+            ("0", 0),
+            ("65536", 65536),
+            ("64k", 64 << 10),
+            ("64K", 64 << 10),
+            ("64KiB", 64 << 10),
+            (" 2 MiB ", 2 << 20),
+            ("2m", 2 << 20),
+            ("17592186044415m", 17_592_186_044_415 << 20),
+        ] {
+            assert_eq!(parse_size(s), Ok(want), "{s:?}");
+        }
+        for s in ["", "k", "1.5m", "-1", "64kb", "64 gib", "17592186044416m"] {
+            assert!(parse_size(s).is_err(), "{s:?} accepted");
+        }
+        assert_eq!(
+            parse_size("17592186044416m"),
+            Err("size too large: \"17592186044416m\"".to_string())
+        );
+        assert_eq!(parse_limit("none"), Ok(u64::MAX));
+        assert_eq!(parse_limit("unlimited"), Ok(u64::MAX));
+        assert_eq!(parse_limit("8k"), Ok(8192));
+    }
+}

@@ -513,3 +513,26 @@ fn the_budget_command_leaves_one_value_when_streamed_input_breaks() {
     let b = got[2000]["a"][0]["b"].as_str().expect("the string, closed");
     assert!("unfinished ".starts_with(b), "{b:?}");
 }
+
+/// `budget --report FILE` writes the record there instead of to stderr.
+#[test]
+fn the_budget_command_writes_its_record_where_asked() {
+    let doc = b"{\"keep\":[1,2,3,4,5],\"s\":\"abcdefghij\"}".to_vec();
+    let args = ["--max-list-items", "2", "--max-string-bytes", "4"];
+    let on_stderr = run_command("budget", &args, doc.clone());
+    assert_eq!(on_stderr.code, 0, "{}", on_stderr.stderr);
+    let rec: serde_json::Value = serde_json::from_str(on_stderr.stderr.trim()).expect("record");
+    assert_eq!(rec["truncated"], true);
+    assert_eq!(rec["omitted_paths"], serde_json::json!(["/keep/2", "/s"]));
+
+    let path = std::env::temp_dir().join(format!("rb-report-{}.json", std::process::id()));
+    let p = path.to_str().expect("utf-8 path");
+    let to_file = run_command("budget", &[&args[..], &["--report", p]].concat(), doc);
+    assert_eq!(to_file.code, 0, "{}", to_file.stderr);
+    assert!(to_file.stderr.is_empty(), "{}", to_file.stderr);
+    assert_eq!(to_file.stdout, on_stderr.stdout);
+    let written = std::fs::read(&path).expect("the report file");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(String::from_utf8_lossy(&written), on_stderr.stderr);
+    assert_eq!(to_file.stdout, b"{\"keep\":[1,2],\"s\":\"abcd\"}\n");
+}
