@@ -409,6 +409,30 @@ fn audit(server: &[String], inventory: Option<&PathBuf>) -> (i32, Value) {
     (out.status.code().unwrap_or(-1), v)
 }
 
+#[test]
+fn audit_reads_every_page_of_tools_list() {
+    // The same server, its tools/list in pages of two: the same tools.
+    let whole = audit(&pyserver_cmd(), None).1;
+    let paged_cmd: Vec<String> = ["env".to_string(), "RB_TOOLS_PAGE=2".to_string()]
+        .into_iter()
+        .chain(pyserver_cmd())
+        .collect();
+    let paged = audit(&paged_cmd, None).1;
+    let names = |v: &Value| {
+        let mut n: Vec<String> = v["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t.as_str().expect("name").to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    assert!(names(&whole).len() > 8, "{whole}");
+    assert_eq!(names(&paged), names(&whole));
+    assert_eq!(findings(&paged), findings(&whole));
+}
+
 fn findings(v: &Value) -> Vec<(String, String)> {
     let mut f: Vec<(String, String)> = v["findings"]
         .as_array()

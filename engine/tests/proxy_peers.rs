@@ -635,6 +635,49 @@ fn a_tool_added_later_is_learned_after_list_changed() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+#[test]
+fn the_proxy_reads_every_page_of_tools_list() {
+    // The test server answers tools/list three tools at a time (RB_TOOLS_PAGE);
+    // `rows` and `mutate_rows` are on its third page of four. Read from the
+    // first page only, they would pass for untyped tools and be cut.
+    let log = tmpdir("paged").join("server.log");
+    let log_s = log.to_string_lossy().into_owned();
+    let mut s = Raw::spawn(
+        &proxied(&[], &pyserver_cmd()),
+        &[("RB_SERVER_LOG", &log_s), ("RB_TOOLS_PAGE", "3")],
+    );
+    s.initialize();
+    let r = s.call(2, "rows", json!({"n": 5000}));
+    let res = &r["result"];
+    assert_eq!(res["isError"], true, "{r}");
+    assert!(
+        text(res, 0).starts_with("result_budget_exceeded: the complete result of tool rows is "),
+        "{r}"
+    );
+    assert!(res.get("structuredContent").is_none(), "{r}");
+    let r = s.call(3, "mutate_rows", json!({"n": 5000}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/receipt"]["tool"], "mutate_rows",
+        "{r}"
+    );
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0), "{err}");
+    let seen = std::fs::read_to_string(&log).expect("server log");
+    let pages: Vec<&str> = seen
+        .lines()
+        .filter(|l| l.starts_with("tools/list from "))
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            "tools/list from 0",
+            "tools/list from 3",
+            "tools/list from 6",
+            "tools/list from 9"
+        ]
+    );
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn the_proxy_widens_the_pipe_it_reads_the_server_from() {

@@ -7,7 +7,8 @@ read-only), `mutate_rows` (typed, may change state), `list_things` / `search_thi
 `stdout_pipe_bytes` (the capacity of the pipe the server writes to, on Linux),
 `ask_client` (asks the client for a sampling message and reports how much came back).
 Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
-prove what never reached it.
+prove what never reached it. With $RB_TOOLS_PAGE set, tools/list answers in pages of that
+many tools.
 """
 
 import os
@@ -15,7 +16,7 @@ import sys
 import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import SamplingMessage, TextContent, ToolAnnotations
+from mcp.types import ListToolsResult, PaginatedRequestParams, SamplingMessage, TextContent, ToolAnnotations
 
 server = MCPServer("rb-test-server")
 # The SDK moves the protocol stream off fd 1 when it starts; keep a handle on the wire
@@ -131,6 +132,21 @@ async def ask_client(prompt: str, ctx: Context, pad: int = 0) -> str:
     text = r.content.text if isinstance(r.content, TextContent) else ""
     log(f"ask_client answered {len(text)}")
     return f"the client answered with {len(text)} characters" + "." * pad
+
+
+async def paged_list_tools(ctx, params) -> ListToolsResult:
+    """tools/list in pages of $RB_TOOLS_PAGE tools, in name order, as a server with
+    many tools answers it; the cursor is the index of the page's first tool."""
+    tools = sorted(await server.list_tools(), key=lambda t: t.name)
+    size = int(os.environ["RB_TOOLS_PAGE"])
+    start = int(params.cursor) if params is not None and params.cursor else 0
+    log(f"tools/list from {start}")
+    end = start + size
+    return ListToolsResult(tools=tools[start:end], nextCursor=str(end) if end < len(tools) else None)
+
+
+if os.environ.get("RB_TOOLS_PAGE"):
+    server._lowlevel_server.add_request_handler("tools/list", PaginatedRequestParams, paged_list_tools)
 
 
 if __name__ == "__main__":
