@@ -683,8 +683,12 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                     held = Vec::new();
                 }
                 match decided {
-                    // Refused or cut: nothing more of this line goes on.
-                    _ if cut || refused.is_some() => {}
+                    // Refused or cut: nothing more of this line goes on. Nor
+                    // after the guard found it is not valid JSON: a lenient
+                    // parser could read on past the break, where the guard
+                    // cannot (a `NaN`, then a second `method`), so no byte of
+                    // the piece it broke in, or after, reaches the server.
+                    _ if cut || refused.is_some() || guard.is_broken() => {}
                     Some(false) if held.len() + bytes.len() <= PASS_PIECE => {
                         // A line that is not a call goes on in one write with its
                         // newline when it is short: a write the server reads
@@ -2162,6 +2166,87 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    /// A line that is not a call streams on to the server once it is longer
+    /// than one write (`PASS_PIECE`). If it then breaks, or names
+    /// `tools/call` after all, what went on is ended as a line (the server
+    /// reads one broken line and drops it), nothing more of it goes on, and a
+    /// request of the client's gets its error; the next line is untouched.
+    #[test]
+    fn a_long_line_that_streamed_on_and_then_broke_is_ended() {
+        let pad = "p".repeat(3 * PASS_PIECE);
+        let next = r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#;
+        let cases = [
+            // A request that breaks at its end: -32700.
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":7,"method":"ping","params":{{"pad":"{pad}"}},}}"#
+                ),
+                Some((7, jsonrpc::PARSE_ERROR)),
+            ),
+            // A notification that breaks: nobody to answer.
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"pad":"{pad}"}}]"#
+                ),
+                None,
+            ),
+            // A request that breaks where a lenient parser reads on (`NaN`),
+            // and names tools/call after the break, where the guard cannot see
+            // it: nothing after the break may reach the server. -32700.
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":6,"method":"ping","params":{{"pad":"{pad}","n":NaN}},"method":"tools/call","params":{{"name":"plain","arguments":{{"big":"{pad}"}}}}}}"#
+                ),
+                Some((6, jsonrpc::PARSE_ERROR)),
+            ),
+            // A request whose second `method` is tools/call: -32600.
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":8,"method":"ping","params":{{"pad":"{pad}"}},"method":"tools/call"}}"#
+                ),
+                Some((8, jsonrpc::INVALID_REQUEST)),
+            ),
+        ];
+        for (line, answer) in cases {
+            let input = format!("{line}\n{next}\n").into_bytes();
+            for sizes in [vec![usize::MAX], vec![4096], vec![PASS_PIECE + 1, 7]] {
+                let to_client = SharedBuf::default();
+                let to_server = SharedBuf::default();
+                let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
+                relay_client(&shared, SplitReads::new(&input, &sizes), to_server.clone());
+                let server = lock(&to_server.0).clone();
+                let lines: Vec<&[u8]> = server.split(|&b| b == b'\n').collect();
+                assert_eq!(lines.len(), 3, "{sizes:?}: {}", short(&server));
+                // The first line is a broken prefix of the input's first line.
+                assert!(lines[0].len() >= PASS_PIECE, "{sizes:?}: it streamed");
+                assert!(line.as_bytes().starts_with(lines[0]), "{sizes:?}");
+                // Nothing from where the guard stopped reading it as it is.
+                let stop = line
+                    .find("NaN")
+                    .or(line.find("\"method\":\"tools/call\""))
+                    .unwrap_or(line.len() - 1);
+                assert!(
+                    lines[0].len() <= stop,
+                    "{sizes:?}: {} of {} bytes went on",
+                    lines[0].len(),
+                    line.len()
+                );
+                assert_eq!(lines[1], next.as_bytes(), "{sizes:?}");
+                assert_eq!(lines[2], b"", "{sizes:?}");
+                let client = lock(&to_client.0).clone();
+                match answer {
+                    None => assert!(client.is_empty(), "{}", short(&client)),
+                    Some((id, code)) => {
+                        let v: serde_json::Value =
+                            serde_json::from_slice(&client).expect("one answer");
+                        assert_eq!(v["id"], id, "{sizes:?}");
+                        assert_eq!(v["error"]["code"], code, "{sizes:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

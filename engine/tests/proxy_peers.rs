@@ -303,6 +303,47 @@ fn python_client_answers_a_sampling_request_larger_than_the_request_cap() {
 }
 
 #[test]
+fn a_long_line_that_breaks_after_it_streamed_on_never_becomes_a_call() {
+    // A line that starts as a `ping` streams on once it passes 64 KiB. This
+    // one then has a `NaN`, where the guard stops reading it, and a second
+    // `method`, tools/call, with arguments over their cap, then whitespace.
+    // The Python SDK reads `NaN` and keeps the last of two keys: earlier
+    // builds sent the line on up to its whitespace, and the server ran the
+    // call, unmeasured.
+    let log = tmpdir("nan-call").join("server.log");
+    let log_s = log.to_string_lossy().into_owned();
+    let mut s = Raw::spawn(
+        &proxied(&["--max-arg-bytes", "1000"], &pyserver_cmd()),
+        &[("RB_SERVER_LOG", &log_s)],
+    );
+    s.initialize();
+    let pad = "p".repeat(200_000);
+    let big = "b".repeat(5_000);
+    let line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{{\"pad\":\"{pad}\",\"n\":NaN}},\
+         \"method\":\"tools/call\",\"params\":{{\"name\":\"store\",\"arguments\":{{\"payload\":\"{big}\"}}}}}}{}\n",
+        " ".repeat(300_000)
+    );
+    s.send_raw(line.as_bytes());
+    let (v, _) = s.until_id(&json!(7), 30);
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+    // The session goes on, and exactly one answer came for id 7.
+    let ok = s.call(8, "big_text", json!({"n_bytes": 5}));
+    assert_eq!(text(&ok["result"], 0), "lorem", "{ok}");
+    s.close_stdin();
+    let mut late = Vec::new();
+    while let Some(v) = s.next(10) {
+        late.push(v);
+    }
+    assert!(late.iter().all(|v| v["id"] != 7), "{late:?}");
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0), "{err}");
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!seen.contains("store"), "the server ran it: {seen}");
+    assert!(seen.contains("big_text 5"), "{seen}");
+}
+
+#[test]
 fn a_call_the_guard_cannot_read_never_reaches_the_server() {
     // The reference server decodes its input as UTF-8 with replacement, then
     // parses with `JSON.parse`: a byte that is not UTF-8 (0xFF) inside a string
