@@ -2948,6 +2948,19 @@ pub fn assert_facts(facts: &RequestFacts, chunks: &[&[u8]], what: &str) {
 /// The slow twin of [`Guard::facts`]: the facts as the proxy's sniffer read
 /// them before the guard did, with a `Walker` that descends only where a fact
 /// can be and reports each scalar it captures.
+/// A method's or a tool name's raw text as the guard keeps it: by value, a
+/// string's escapes decoded and the string written again by serde_json (a lone
+/// surrogate escape read as U+FFFD); the text as it is when it has no escape.
+fn by_value(raw: &[u8]) -> Vec<u8> {
+    if !raw.contains(&b'\\') {
+        return raw.to_vec();
+    }
+    serde_json::from_slice::<String>(&lone_as_replacement(raw))
+        .ok()
+        .and_then(|s| serde_json::to_vec(&s).ok())
+        .unwrap_or_else(|| raw.to_vec())
+}
+
 pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     use resultbudget::sniff::{Event, Seg, Walker, Want};
     use std::cell::Cell;
@@ -2982,13 +2995,14 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
             Event::Enter([p, k], true) if p.is(b"params") && k.is(b"task") => f.task = true,
             Event::Scalar(path, raw) => match path {
                 [k] if k.is(b"method") => {
+                    let method = by_value(raw);
                     if first_call.get().is_none() {
-                        first_call.set(Some(raw == b"\"tools/call\""));
+                        first_call.set(Some(method == b"\"tools/call\""));
                     }
-                    set(&mut f.method, raw)
+                    set(&mut f.method, &method)
                 }
                 [k] if k.is(b"id") => set(&mut f.id, raw),
-                [_, k] if k.is(b"name") => set(&mut f.name, raw),
+                [_, k] if k.is(b"name") => set(&mut f.name, &by_value(raw)),
                 [_, k] if k.is(b"requestId") => set(&mut f.request_id, raw),
                 [_, k] if k.is(b"taskId") => set(&mut f.task_id, raw),
                 [_, _, k] if k.is(VERSION) => set(&mut f.version, raw),

@@ -555,10 +555,16 @@ impl Guard {
     fn cap_end(&mut self, pos: usize) {
         if let Some(f) = self.cap_to.take() {
             if let Some(text) = self.cap.text() {
-                let call = text == b"\"tools/call\"";
+                // By value, as the server reads it: `"tools\/call"` is a call.
+                let text = if matches!(f, Fact::Method | Fact::Name) {
+                    crate::sniff::canonical(text)
+                } else {
+                    std::borrow::Cow::Borrowed(text)
+                };
+                let call = *text == *b"\"tools/call\"";
                 let field = self.facts.field(f);
                 field.clear();
-                field.extend_from_slice(text);
+                field.extend_from_slice(&text);
                 if f == Fact::Method {
                     self.shown(call, pos);
                 }
@@ -1011,6 +1017,14 @@ impl Guard {
                 }
                 if self.name_capture {
                     self.name_capture = false;
+                    // The name as the server reads it (`"\u006cist_things"` is
+                    // `list_things`), for its inventory row and its class.
+                    if self.name.contains(&b'\\') {
+                        let raw = [&b"\""[..], &self.name, b"\""].concat();
+                        if let Some(n) = crate::sniff::json_str(&raw) {
+                            self.name = n.into_bytes();
+                        }
+                    }
                 } else if self.modern_capture {
                     self.modern_capture = false;
                 } else if in_args {
@@ -1063,9 +1077,16 @@ impl Guard {
                 }
             }
             Tok::StrHeld => {
-                // A unit split across pieces (an escape, a UTF-8 sequence).
+                // A unit split across pieces (an escape, a UTF-8 sequence):
+                // what a span would have given, so the name is the same
+                // however the reads split it.
                 if self.cap_to.is_some() {
                     self.cap.push(self.lex.held());
+                }
+                if self.name_capture && self.name.len() < 256 {
+                    self.name.extend_from_slice(self.lex.held());
+                } else if self.modern_capture {
+                    self.modern = true;
                 }
             }
             Tok::StrBegin { key: true } | Tok::Skipped(_) | Tok::NeedMore | Tok::Eof => {}
@@ -1119,6 +1140,41 @@ impl Guard {
     fn value_end(&mut self) {
         if let Some(f) = self.frames.last() {
             self.path.truncate(f.path_len, f.path_ovf);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Guard;
+
+    /// The tool's name is what the server reads, however it is spelled and
+    /// however the reads split it: its row is found either way.
+    #[test]
+    fn a_tool_name_is_read_by_value_whatever_the_reads() {
+        let inv = crate::inventory::Inventory::parse(
+            r#"{"tools":[{"tool":"café","surface":"c","classification":"mutation",
+               "read_only":false,"limit":null,"cursor":null,"per_item_budget_bytes":null,
+               "result_budget":{"max_result_bytes":65536},"backend_query_bound":"none",
+               "structured_content_policy":"none"}]}"#,
+        )
+        .expect("inventory");
+        for name in ["café", "caf\\u00e9", "caf\\u00E9", "\\u0063af\u{e9}"] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{{"name":"{name}","arguments":{{}}}}}}"#
+            );
+            for piece in [line.len(), 1, 2, 3] {
+                let mut g = Guard::default();
+                g.set_inventory(Some(inv.clone()));
+                for c in line.as_bytes().chunks(piece) {
+                    g.feed(c);
+                }
+                g.end_line();
+                assert_eq!(g.tool_name().as_deref(), Some("café"), "{line} in {piece}s");
+                assert!(g.row().is_some(), "{line} in {piece}s");
+                assert!(g.facts().is_call(), "{line} in {piece}s");
+                assert_eq!(g.facts().name, "\"café\"".as_bytes(), "{line} in {piece}s");
+            }
         }
     }
 }

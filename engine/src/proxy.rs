@@ -564,6 +564,9 @@ fn ensure_tools<W: Write>(shared: &Shared, to_server: &mut ToServer<W>, version:
 }
 
 fn unquote(raw: &[u8]) -> String {
+    if let Some(s) = crate::sniff::json_str(raw) {
+        return s;
+    }
     let inner = raw
         .strip_prefix(b"\"")
         .and_then(|r| r.strip_suffix(b"\""))

@@ -47,6 +47,34 @@ impl Capture {
     }
 }
 
+/// The value of a JSON string given as its raw text (quotes included),
+/// escapes decoded; a surrogate escape outside a pair reads as U+FFFD, as the
+/// SDKs' readers take it. `None` when `raw` is not a JSON string.
+pub(crate) fn json_str(raw: &[u8]) -> Option<String> {
+    if !raw.contains(&b'\\') {
+        let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+        return std::str::from_utf8(inner).ok().map(str::to_owned);
+    }
+    serde_json::from_slice(&crate::audit::lone_surrogates_as_replacement(raw)).ok()
+}
+
+/// A captured scalar in one spelling, so that it compares by value: a string
+/// with an escape is written again as serde_json writes strings (`"tools\/call"`
+/// and `"tools\u002fcall"` become `"tools/call"`); anything else, a string
+/// without an escape included, is already in that spelling and comes back as
+/// it is. A server reads the escapes, so a reader that compared the raw text
+/// would not see the method or the tool the server runs.
+pub(crate) fn canonical(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    if !raw.contains(&b'\\') {
+        return Cow::Borrowed(raw);
+    }
+    match json_str(raw).and_then(|s| serde_json::to_vec(&s).ok()) {
+        Some(v) => Cow::Owned(v),
+        None => Cow::Borrowed(raw),
+    }
+}
+
 /// What the walker does with the value at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -308,5 +336,31 @@ impl Walker {
     fn start_cap(&mut self, first: &[u8]) {
         self.capturing = true;
         self.cap.start(first);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{canonical, json_str};
+
+    #[test]
+    fn strings_compare_by_value_whatever_their_escapes() {
+        for (raw, want) in [
+            (&br#""tools/call""#[..], &br#""tools/call""#[..]),
+            (br#""tools\/call""#, br#""tools/call""#),
+            (br#""tools\u002fcall""#, br#""tools/call""#),
+            (br#""\u006cist_things""#, br#""list_things""#),
+            (br#""caf\u00e9""#, "\"café\"".as_bytes()),
+            (br#""a\"b\\c\n""#, br#""a\"b\\c\n""#),
+            (br#""\ud800x""#, "\"\u{fffd}x\"".as_bytes()),
+            (br#""\ud83d\ude00""#, "\"😀\"".as_bytes()),
+            (b"17", b"17"),
+            (b"null", b"null"),
+        ] {
+            assert_eq!(&*canonical(raw), want, "{}", String::from_utf8_lossy(raw));
+        }
+        assert_eq!(json_str(br#""\u0073tore""#).as_deref(), Some("store"));
+        assert_eq!(json_str(b"\"plain\"").as_deref(), Some("plain"));
+        assert_eq!(json_str(b"17"), None);
     }
 }

@@ -344,6 +344,52 @@ fn a_long_line_that_breaks_after_it_streamed_on_never_becomes_a_call() {
 }
 
 #[test]
+fn a_method_or_tool_spelled_with_escapes_is_read_as_the_server_reads_it() {
+    // `"tools\/call"` is `tools/call` to every JSON reader, and
+    // `"\u006cist_things"` is `list_things`. Read as raw text, the first was
+    // taken for another method and forwarded unmeasured (the Python SDK
+    // server ran `store` with 5,000 bytes through `--max-arg-bytes 1000`),
+    // and the second named no tool of the inventory.
+    let log = tmpdir("escaped").join("server.log");
+    let log_s = log.to_string_lossy().into_owned();
+    let mut s = Raw::spawn(
+        &proxied(&["--max-arg-bytes", "1000"], &pyserver_cmd()),
+        &[("RB_SERVER_LOG", &log_s)],
+    );
+    s.initialize();
+    let big = "b".repeat(5_000);
+    let lines = [
+        format!(r#"{{"jsonrpc":"2.0","id":8,"method":"tools\/call","params":{{"name":"store","arguments":{{"payload":"{big}"}}}}}}"#),
+        format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools\u002fcall","params":{{"name":"\u0073tore","arguments":{{"payload":"{big}"}}}}}}"#),
+        r#"{"jsonrpc":"2.0","id":10,"method":"tools\/call","params":{"name":"\u006cist_things","arguments":{"query":"x"}}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":11,"method":"tools\/call","params":{"name":"big_text","arguments":{"n_bytes":200000}}}"#.to_string(),
+    ];
+    for l in &lines {
+        s.send_raw(format!("{l}\n").as_bytes());
+    }
+    for id in [8, 9] {
+        let (v, _) = s.until_id(&json!(id), 30);
+        assert_eq!(
+            v["result"]["_meta"]["resultbudget/refusal"]["cap"], "max_arg_bytes",
+            "{v}"
+        );
+    }
+    let (v, _) = s.until_id(&json!(10), 30);
+    assert_eq!(
+        v["result"]["_meta"]["resultbudget/refusal"]["reason"], "query_on_list_tool",
+        "{v}"
+    );
+    // A call spelled so is still a call: registered, and its result budgeted.
+    let (v, _) = s.until_id(&json!(11), 30);
+    assert!(record(&v["result"]).is_some(), "{v}");
+    assert!(text(&v["result"], 0).len() <= 16 * 1024, "{v}");
+    let (code, err) = s.wait(20);
+    assert_eq!(code, Some(0), "{err}");
+    let seen = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(seen.trim(), "big_text 200000", "{seen}");
+}
+
+#[test]
 fn a_call_the_guard_cannot_read_never_reaches_the_server() {
     // The reference server decodes its input as UTF-8 with replacement, then
     // parses with `JSON.parse`: a byte that is not UTF-8 (0xFF) inside a string
