@@ -998,8 +998,8 @@ pub fn proxy_one(data: &[u8]) {
     }
     // Every server line the proxy can read reaches the client once, in
     // order: unchanged but for insignificant whitespace, or, an answer, as
-    // the answer with the same id (budgeted). A line it cannot read is never
-    // forwarded (its call may get an error of the proxy's own). Nothing else
+    // the answer with the same id (budgeted). A line it cannot read, or that
+    // names its id, result or error twice, is never forwarded (its call may get an error of the proxy's own). Nothing else
     // reaches the client but the proxy's own errors and refusals.
     let readable = |l: &[u8]| {
         let read = lone_as_replacement(l);
@@ -1014,6 +1014,23 @@ pub fn proxy_one(data: &[u8]) {
     let whole_lines = served.len() - usize::from(!server.is_empty() && !server.ends_with(b"\n"));
     for s in served.iter().take(whole_lines).filter(|s| readable(s)) {
         let doc = parse(s);
+        // A line whose top-level `id`, `result` or `error` comes twice is
+        // dropped as an unreadable one is (`docs/proxy.md`).
+        // (Keys by value: `"i\u0064"` is `id` to every reader.)
+        let keys: Vec<String> = doc
+            .members()
+            .unwrap_or(&[])
+            .iter()
+            .map(|(k, _)| {
+                serde_json::from_slice(&lone_as_replacement(k.raw(s))).unwrap_or_default()
+            })
+            .collect();
+        if [&b"id"[..], b"result", b"error"]
+            .iter()
+            .any(|k| keys.iter().filter(|d| d.as_bytes() == *k).count() > 1)
+        {
+            continue;
+        }
         let want = minify(s, &doc);
         // (Ids compared as written: the proxy never rewrites one.)
         let ids: Vec<&[u8]> = doc.get_all(s, b"id").iter().map(|n| n.raw(s)).collect();

@@ -335,6 +335,15 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                     if let Err(e) = p.feed(bytes, &mut out) {
                         failed = true;
                         eprintln!("resultbudget: line {}: {e}", line_no + 1);
+                    } else if let Some(key) = p.repeated() {
+                        // Readers keep the last of duplicate members, and each
+                        // `result` is budgeted on its own: such a line is not
+                        // one answer within the budget (`docs/proxy.md`).
+                        failed = true;
+                        eprintln!(
+                            "resultbudget: line {}: its top-level `{key}` comes twice",
+                            line_no + 1
+                        );
                     }
                 }
                 // A line is held so a broken one can be replaced whole; past

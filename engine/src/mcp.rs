@@ -394,6 +394,10 @@ pub struct Projector {
     has_method: bool,
     /// A top-level `result` or `error` key was read.
     has_answer: bool,
+    /// Top-level `id`, `result` and `error` keys read (bits 0, 1, 2).
+    answer_keys: u8,
+    /// The first of those read a second time.
+    repeated: Option<&'static str>,
     block_hold: bool,
     /// The hold of a text string in progress (when no block hold covers it).
     text_hold: bool,
@@ -456,6 +460,8 @@ impl Projector {
             id: Vec::with_capacity(64),
             has_method: false,
             has_answer: false,
+            answer_keys: 0,
+            repeated: None,
             block_hold: false,
             text_hold: false,
             block_mark: None,
@@ -521,6 +527,8 @@ impl Projector {
         self.id.clear();
         self.has_method = false;
         self.has_answer = false;
+        self.answer_keys = 0;
+        self.repeated = None;
         self.block_hold = false;
         self.text_hold = false;
         self.block_mark = None;
@@ -549,6 +557,16 @@ impl Projector {
     /// it began as an answer, even if it breaks before its `id`.
     pub fn has_answer(&self) -> bool {
         self.has_answer
+    }
+
+    /// The first of the top-level keys `id`, `result` and `error` that the
+    /// message has had twice (so far), if any. The projector budgets each
+    /// `result` it meets and passes each `id` on; a reader keeps the last of
+    /// duplicate members, so such an answer may be read as answering another
+    /// request than the first `id` says, and its output grows with each
+    /// repeated `result`. The proxy drops such a line (`docs/proxy.md`).
+    pub fn repeated(&self) -> Option<&'static str> {
+        self.repeated
     }
 
     /// Encoded size of the original `result` value (after `finish`).
@@ -842,11 +860,23 @@ impl Projector {
         };
         let key_ok = !self.lex.key_overflowed();
         if level == Level::Envelope {
-            match self.lex.key() {
-                b"method" => self.has_method = true,
-                b"result" | b"error" => self.has_answer = true,
-                _ => {}
+            let (bit, name) = match self.lex.key() {
+                b"method" => {
+                    self.has_method = true;
+                    (0, "")
+                }
+                b"id" => (1, "id"),
+                b"result" => (2, "result"),
+                b"error" => (4, "error"),
+                _ => (0, ""),
+            };
+            if bit & (2 | 4) != 0 {
+                self.has_answer = true;
             }
+            if self.answer_keys & bit != 0 && self.repeated.is_none() {
+                self.repeated = Some(name);
+            }
+            self.answer_keys |= bit;
         }
         self.path.push_key(self.lex.key(), key_ok);
         let act = if key_ok {

@@ -13,7 +13,8 @@ use crate::guard::{Guard, RequestFacts};
 use crate::inventory::Inventory;
 use crate::jsonrpc;
 use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
-use crate::sniff::{Event, Seg, Walker, Want};
+use crate::sniff::{self, Event, Seg, Walker, Want};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -122,10 +123,18 @@ impl CallKey {
 /// The requests the server has yet to answer, by id, with counts kept as they
 /// come and go, so that the start of each answer ([`pick_treat`]) costs the
 /// same however many calls are in flight.
+///
+/// Ids are found by value ([`sniff::id_key`]): a server that parsed the id and
+/// wrote it again may have spelled it otherwise (`"a\u0062"` as `"ab"`, `7.0`
+/// as `7`), and an answer the client matches to its call must be found as
+/// that call's. Failing that, an integer is found in its other type (`"7"`
+/// for `7`, and back), as both SDK clients match it. The methods take an id
+/// in either side's spelling; what comes back is the client's.
 #[derive(Debug, Default)]
 struct PendingSet {
-    /// Each request with the order it was sent in (`seq`).
-    by_id: HashMap<Vec<u8>, (u64, Pending)>,
+    /// Each request by [`sniff::id_key`] of its id, with the order it was sent
+    /// in (`seq`) and the id as the client wrote it where that differs.
+    by_id: HashMap<Vec<u8>, PendingEntry>,
     seq: u64,
     /// Pending calls by what their treatment is made from.
     calls: HashMap<CallKey, usize>,
@@ -148,7 +157,33 @@ struct PendingSet {
 /// server that never answers cancelled requests.
 const MAX_CANCELLED: usize = 10_000;
 
+/// A request in [`PendingSet`].
+#[derive(Debug)]
+struct PendingEntry {
+    seq: u64,
+    /// The client's spelling of the id, when it is not the key.
+    raw: Option<Vec<u8>>,
+    p: Pending,
+}
+
+impl PendingEntry {
+    /// The id as the client wrote it.
+    fn id<'a>(&'a self, key: &'a [u8]) -> &'a [u8] {
+        self.raw.as_deref().unwrap_or(key)
+    }
+}
+
 impl PendingSet {
+    /// The key `id` (raw JSON, either side's spelling) is pending under.
+    fn find<'a>(&self, id: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+        let key = sniff::id_key(id);
+        if self.by_id.contains_key(&*key) {
+            return Some(key);
+        }
+        let alt = sniff::id_alt(&key)?;
+        self.by_id.contains_key(&alt).then_some(Cow::Owned(alt))
+    }
+
     /// The call's key: the name is shared, not copied, so counting a call in
     /// and out allocates nothing.
     fn key(p: &Pending) -> Option<CallKey> {
@@ -194,39 +229,59 @@ impl PendingSet {
         }
     }
 
+    /// Note request `id` (the client's raw JSON) as pending.
     fn insert(&mut self, id: Vec<u8>, p: Pending) {
         self.count(&p, true);
         self.seq += 1;
-        if let Some((_, old)) = self.by_id.insert(id, (self.seq, p)) {
-            // A reused id: the new request replaces the old one.
-            self.count(&old, false);
+        let (key, raw) = match sniff::id_key(&id) {
+            Cow::Owned(key) => (key, Some(id)),
+            Cow::Borrowed(_) => (id, None),
+        };
+        let entry = PendingEntry {
+            seq: self.seq,
+            raw,
+            p,
+        };
+        if let Some(old) = self.by_id.insert(key, entry) {
+            // A reused id (by value): the new request replaces the old one.
+            self.count(&old.p, false);
         }
     }
 
-    fn remove(&mut self, id: &[u8]) -> Option<Pending> {
-        let (_, p) = self.by_id.remove(id)?;
-        self.count(&p, false);
-        Some(p)
+    /// The request `id` answers, with the id as the client wrote it.
+    fn remove(&mut self, id: &[u8]) -> Option<(Vec<u8>, Pending)> {
+        let key = self.find(id)?.into_owned();
+        let e = self.by_id.remove(&key)?;
+        self.count(&e.p, false);
+        Some((e.raw.unwrap_or(key), e.p))
     }
 
+    /// Every request, with the ids as the client wrote them.
     fn drain(&mut self) -> Vec<(Vec<u8>, Pending)> {
         self.calls.clear();
         (self.lists, self.tasks, self.others) = (0, 0, 0);
         (self.cancelled_calls, self.cancelled) = (0, 0);
         // In the order they were sent, so what is answered for them (the
         // server exited) comes in that order too.
-        let mut all: Vec<(Vec<u8>, (u64, Pending))> = self.by_id.drain().collect();
-        all.sort_unstable_by_key(|(_, (seq, _))| *seq);
-        all.into_iter().map(|(id, (_, p))| (id, p)).collect()
+        let mut all: Vec<(Vec<u8>, PendingEntry)> = self.by_id.drain().collect();
+        all.sort_unstable_by_key(|(_, e)| e.seq);
+        all.into_iter()
+            .map(|(key, e)| (e.raw.unwrap_or(key), e.p))
+            .collect()
     }
 
     fn get(&self, id: &[u8]) -> Option<&Pending> {
-        self.by_id.get(id).map(|(_, p)| p)
+        let key = self.find(id)?;
+        self.by_id.get(&*key).map(|e| &e.p)
     }
 
     /// The client cancelled request `id`: it stays for a late answer, but a
     /// cancelled call no longer decides the treatment of other answers.
     fn cancel(&mut self, id: &[u8]) {
+        let Some(key) = self.find(id).map(Cow::into_owned) else {
+            return;
+        };
+        let id = key.as_slice();
         let Some(p) = self.get(id).filter(|p| !p.cancelled).cloned() else {
             return;
         };
@@ -237,15 +292,15 @@ impl PendingSet {
         };
         self.count(&p, true);
         if let Some(slot) = self.by_id.get_mut(id) {
-            slot.1 = p;
+            slot.p = p;
         }
         if self.cancelled > MAX_CANCELLED {
             // The oldest other cancelled request is forgotten.
             let old = self
                 .by_id
                 .iter()
-                .filter(|(k, (_, p))| p.cancelled && k.as_slice() != id)
-                .min_by_key(|(_, (seq, _))| *seq)
+                .filter(|(k, e)| e.p.cancelled && k.as_slice() != id)
+                .min_by_key(|(_, e)| e.seq)
                 .map(|(k, _)| k.clone());
             if let Some(k) = old {
                 self.remove(&k);
@@ -253,8 +308,9 @@ impl PendingSet {
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&Vec<u8>, &Pending)> {
-        self.by_id.iter().map(|(k, (_, p))| (k, p))
+    /// Every request, with the ids as the client wrote them.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &Pending)> {
+        self.by_id.iter().map(|(k, e)| (e.id(k), &e.p))
     }
 }
 
@@ -1078,7 +1134,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut started = false;
     let mut deciding = false;
     let mut streaming_out = false;
-    let mut failed: Option<crate::Error> = None;
+    // Why the line is dropped: it is not valid JSON, or it answers twice.
+    let mut failed: Option<String> = None;
     let mut in_bytes: u64 = 0;
     let mut blank = true;
     let mut cur_treat = Treat::Pass;
@@ -1162,14 +1219,25 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 begin(shared, &mut proj, &cur_treat);
                 if failed.is_none() {
                     if let Err(e) = proj.feed(&look, &mut line_out) {
-                        failed = Some(e);
+                        failed = Some(e.to_string());
                     }
                 }
                 look.clear();
             }
         } else if failed.is_none() {
             if let Err(e) = proj.feed(bytes, &mut line_out) {
-                failed = Some(e);
+                failed = Some(e.to_string());
+            }
+        }
+        // A reader keeps the last of duplicate members: an answer with a
+        // second `id` may answer another request than the one its first `id`
+        // (which picked its treatment) names, and each `result` is budgeted on
+        // its own, so the line grows with every one. No SDK writes either;
+        // the line is dropped as soon as it shows it, before the repeated
+        // member's value is written on.
+        if failed.is_none() {
+            if let Some(key) = proj.repeated() {
+                failed = Some(format!("its top-level `{key}` comes twice"));
             }
         }
         // A long pass-through line is streamed on rather than held; once it
@@ -1194,7 +1262,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         // ---- end of line ----
         if !blank && failed.is_none() {
             if let Err(e) = proj.finish(&mut line_out) {
-                failed = Some(e);
+                failed = Some(e.to_string());
             }
         }
         if !blank {
@@ -1231,10 +1299,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 // Only a request still pending is answered; the proxy's own
                 // `tools/list` is the proxy's to give up on, never the client's
                 // to hear about (it never sent that id).
-                let p = target.and_then(|tid| {
-                    let p = lock(&shared.pending).remove(&tid)?;
-                    Some((tid, p))
-                });
+                let p = target.and_then(|tid| lock(&shared.pending).remove(&tid));
                 match p {
                     Some((tid, p)) if p.method == Method::ProxyToolsList => {
                         lock(&shared.tools_state).answered.push(tid);
@@ -1251,9 +1316,9 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 // Ids are per direction: the id of a request or notification
                 // from the server may equal a pending request of the client's,
                 // and must not take its place.
-                let p = match &id {
-                    Some(id) if !proj.has_method() => lock(&shared.pending).remove(id),
-                    _ => None,
+                let (answered, p) = match &id {
+                    Some(id) if !proj.has_method() => lock(&shared.pending).remove(id).unzip(),
+                    _ => (None, None),
                 };
                 let own = p
                     .as_ref()
@@ -1277,8 +1342,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                         let mut st = lock(&shared.tools_state);
                         if own {
                             st.next_cursor = tp.next_cursor.take();
-                            if let Some(id) = &id {
-                                st.answered.push(id.clone());
+                            if let Some(id) = answered {
+                                st.answered.push(id);
                             }
                         } else if tp.next_cursor.is_none() {
                             st.known = true;
@@ -1288,8 +1353,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     }
                 } else if own {
                     // An answer we cannot read (an error): stop waiting for it.
-                    if let Some(id) = &id {
-                        lock(&shared.tools_state).answered.push(id.clone());
+                    if let Some(id) = answered {
+                        lock(&shared.tools_state).answered.push(id);
                     }
                     shared.tools_cv.notify_all();
                 }
@@ -1410,12 +1475,17 @@ fn begin(shared: &Shared, proj: &mut Projector, treat: &Treat) {
     proj.begin(treat.clone());
 }
 
-/// The treatment for a response whose id is known.
+/// The treatment for a response whose id is known. An id that names no
+/// pending request may still be matched by the client to one of its calls
+/// (the TypeScript client reads it with `Number()`, so `"0x7"` and `" 7"` are
+/// its call 7; the Python one reads `"07"` as 7): it gets the tightest
+/// pending call's treatment, as an answer whose id is not found in the
+/// look-ahead does. Earlier builds passed it on unbudgeted.
 fn resolve(shared: &Shared, id: &[u8]) -> Treat {
     let p = lock(&shared.pending).get(id).cloned();
     match p {
         Some(p) => shared.treat_for(id, &p).1,
-        None => Treat::Pass,
+        None => fallback_treat(shared),
     }
 }
 
@@ -1530,13 +1600,13 @@ fn fallback_treat(shared: &Shared) -> Treat {
 
 fn only_pending(shared: &Shared) -> Option<Vec<u8>> {
     let pending = lock(&shared.pending);
-    let live: Vec<&Vec<u8>> = pending
+    let live: Vec<&[u8]> = pending
         .iter()
         .filter(|(_, p)| !p.cancelled)
         .map(|(k, _)| k)
         .collect();
     (live.len() == 1)
-        .then(|| live.first().map(|k| (*k).clone()))
+        .then(|| live.first().map(|k| k.to_vec()))
         .flatten()
 }
 
@@ -1715,7 +1785,7 @@ mod tests {
     fn recount(set: &PendingSet) -> PendingSet {
         let mut fresh = PendingSet::default();
         for (id, p) in set.iter() {
-            fresh.insert(id.clone(), p.clone());
+            fresh.insert(id.to_vec(), p.clone());
         }
         fresh
     }
@@ -1784,6 +1854,143 @@ mod tests {
             .filter(|l| !l.is_empty())
             .map(|l| serde_json::from_slice(l).unwrap_or(serde_json::Value::Null))
             .collect()
+    }
+
+    /// What the client gets for `server`'s output while the given requests
+    /// (raw id, method) wait; when the output ends, each request still
+    /// pending gets its error, so those show what was never answered.
+    fn answers_for(pending: &[(&[u8], Method)], server: &str) -> Vec<serde_json::Value> {
+        let out = SharedBuf::default();
+        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        for (id, method) in pending {
+            lock(&shared.pending).insert(
+                id.to_vec(),
+                Pending {
+                    method: method.clone(),
+                    cancelled: false,
+                    modern: false,
+                    task: false,
+                },
+            );
+        }
+        server_to_client(&shared, server.as_bytes());
+        let got = lock(&out.0).clone();
+        got.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap_or(serde_json::Value::Null))
+            .collect()
+    }
+
+    fn call(tool: &str) -> Method {
+        Method::ToolsCall(tool.into())
+    }
+
+    /// A text answer of `n` bytes for `id` (raw JSON).
+    fn text_answer(id: &str, n: usize) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+            "x".repeat(n)
+        )
+    }
+
+    #[test]
+    fn an_answer_is_found_by_the_value_of_its_id() {
+        // The client wrote the id one way, the server (which parsed it) writes
+        // it another; a call and a `ping` wait, so the proxy reads ahead for
+        // the id. Earlier builds compared the spellings, found nothing, and
+        // passed the 100 000 bytes on whole.
+        for (client, server) in [
+            (r#""a\u0062""#, r#""ab""#),
+            (r#""ab""#, r#""a\u0062""#),
+            ("7.0", "7"),
+            ("1e1", "10"),
+            ("7", r#""7""#),
+            (r#""7""#, "7"),
+        ] {
+            let got = answers_for(
+                &[(client.as_bytes(), call("plain")), (b"99", Method::Other)],
+                &format!("{}\n", text_answer(server, 100_000)),
+            );
+            let what = format!("client {client}, server {server}");
+            // The answer, cut; then, at the server's end, the ping's error
+            // alone: the call was answered.
+            assert_eq!(got.len(), 2, "{what}: {got:?}");
+            let t = got[0]["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("");
+            assert!(t.len() <= 16 * 1024, "{what}: {} bytes", t.len());
+            assert_eq!(got[1]["id"], 99, "{what}: {:?}", got[1]);
+        }
+    }
+
+    #[test]
+    fn an_answer_whose_id_names_no_request_gets_the_tightest_treatment() {
+        // `"0x7"` names no request here, but the TypeScript client reads it
+        // with `Number()` as its call 7: it is budgeted as the tightest
+        // pending call's answer, never passed on whole.
+        let got = answers_for(
+            &[
+                (b"7", call("plain")),
+                (b"8", call("other")),
+                (b"99", Method::Other),
+            ],
+            &format!("{}\n", text_answer(r#""0x7""#, 100_000)),
+        );
+        let t = got[0]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("");
+        assert!(t.len() <= 16 * 1024, "{} bytes", t.len());
+        assert_eq!(
+            got[0]["result"]["_meta"]["resultbudget/truncation"]["budget_kind"],
+            "text_block_bytes"
+        );
+        // An answer to the ping by its own id still passes as it is.
+        let ping = r#"{"jsonrpc":"2.0","id":99,"result":{"big":"yyyyyyyyyy"}}"#;
+        let got = answers_for(
+            &[(b"7", call("plain")), (b"99", Method::Other)],
+            &format!("{ping}\n"),
+        );
+        assert_eq!(
+            got[0],
+            serde_json::from_str::<serde_json::Value>(ping).unwrap()
+        );
+    }
+
+    #[test]
+    fn an_answer_with_its_id_or_result_twice_is_dropped() {
+        // A reader keeps the last of duplicate members. The first `id` names
+        // the ping (its answer passes whole), the last the call: earlier builds
+        // passed the call's 100 000 bytes on whole. And every `result` was cut
+        // on its own, so a line of many grew with each.
+        let text = "x".repeat(100_000);
+        let twice_id = format!(
+            r#"{{"jsonrpc":"2.0","id":99,"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"id":7}}"#
+        );
+        let block = format!(r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#);
+        let many = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{block},"result":{block},"result":{block}}}"#
+        );
+        let twice_error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"a"},"error":{"code":2,"message":"b"}}"#;
+        for line in [&twice_id, &many, &twice_error.to_string()] {
+            let got = answers_for(
+                &[(b"7", call("plain")), (b"99", Method::Other)],
+                &format!("{line}\n"),
+            );
+            // The call gets an error in its place (the ping's comes when the
+            // server's output ends).
+            assert_eq!(got.len(), 2, "{got:?}");
+            assert_eq!(got[0]["id"], 7, "{got:?}");
+            assert_eq!(got[0]["error"]["code"], jsonrpc::INTERNAL_ERROR, "{got:?}");
+            let msg = got[0]["error"]["message"].as_str().unwrap_or("");
+            assert!(msg.contains("comes twice"), "{msg}");
+        }
+        // The same id twice is still twice.
+        let got = answers_for(
+            &[(b"7", call("plain"))],
+            "{\"id\":7,\"id\":7,\"result\":{}}\n",
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["error"]["code"], jsonrpc::INTERNAL_ERROR, "{got:?}");
     }
 
     #[test]

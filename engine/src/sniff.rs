@@ -75,6 +75,128 @@ pub(crate) fn canonical(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
+/// A JSON-RPC id (raw JSON, as captured) in one spelling, so that a request's
+/// id and the id its answer echoes compare by value: a string as
+/// [`canonical`] writes it, a number as its exact value (`7`, `7.0`, `7e0` and
+/// `70e-1` are all `7`; `-0` is `0`; a fraction is its significant digits and
+/// a power of ten, `1.5` as `15e-1`). A server that parses an id and writes it
+/// again (JavaScript's `JSON.stringify`, pydantic) may change its spelling,
+/// never its value. Anything else (`null`, a number whose exponent does not
+/// fit an `i64`) comes back as it is.
+pub(crate) fn id_key(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use std::borrow::Cow;
+    match raw.first() {
+        Some(b'"') => canonical(raw),
+        Some(b'-' | b'0'..=b'9') if !plain_integer(raw) => match number_key(raw) {
+            Some(k) => Cow::Owned(k),
+            None => Cow::Borrowed(raw),
+        },
+        _ => Cow::Borrowed(raw),
+    }
+}
+
+/// The other spelling both SDK clients match an answer's id by, for an id in
+/// [`id_key`]'s form: the number `7` for the string `"7"`, and the string for
+/// the number (the TypeScript client reads an answer's id with `Number()`,
+/// the Python one turns a string of digits into an int). Integers only, in
+/// their plain form; `None` for anything else.
+pub(crate) fn id_alt(key: &[u8]) -> Option<Vec<u8>> {
+    if let Some(inner) = key.strip_prefix(b"\"").and_then(|k| k.strip_suffix(b"\"")) {
+        return plain_integer(inner).then(|| inner.to_vec());
+    }
+    plain_integer(key).then(|| {
+        let mut v = Vec::with_capacity(key.len() + 2);
+        v.push(b'"');
+        v.extend_from_slice(key);
+        v.push(b'"');
+        v
+    })
+}
+
+/// An integer as [`number_key`] writes one: an optional minus, then digits
+/// without a leading zero (`0` alone, never `-0`).
+fn plain_integer(raw: &[u8]) -> bool {
+    let digits = raw.strip_prefix(b"-").unwrap_or(raw);
+    match digits {
+        [] => false,
+        [b'0'] => raw.len() == 1,
+        [b'0', ..] => false,
+        _ => digits.iter().all(u8::is_ascii_digit),
+    }
+}
+
+/// The exact value of a JSON number, written one way: digits without leading
+/// or trailing zeros and a power of ten, the power spelled out as zeros when it
+/// is not negative and the integer stays under 40 digits. `None` when `raw` is
+/// not a JSON number or its exponent does not fit an `i64`.
+fn number_key(raw: &[u8]) -> Option<Vec<u8>> {
+    let (neg, rest) = match raw.strip_prefix(b"-") {
+        Some(r) => (true, r),
+        None => (false, raw),
+    };
+    let int_len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let (int, rest) = rest.split_at(int_len);
+    if int.is_empty() || (int.len() > 1 && int.first() == Some(&b'0')) {
+        return None;
+    }
+    let (frac, rest) = match rest.strip_prefix(b".") {
+        Some(r) => {
+            let n = r.iter().take_while(|b| b.is_ascii_digit()).count();
+            if n == 0 {
+                return None;
+            }
+            r.split_at(n)
+        }
+        None => (&[][..], rest),
+    };
+    let mut exp: i64 = 0;
+    if let Some(r) = rest.strip_prefix(b"e").or_else(|| rest.strip_prefix(b"E")) {
+        let (eneg, r) = match r.first() {
+            Some(b'-') => (true, r.get(1..).unwrap_or(&[])),
+            Some(b'+') => (false, r.get(1..).unwrap_or(&[])),
+            _ => (false, r),
+        };
+        if r.is_empty() {
+            return None;
+        }
+        for &b in r {
+            if !b.is_ascii_digit() {
+                return None;
+            }
+            exp = exp.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
+        }
+        if eneg {
+            exp = -exp;
+        }
+    } else if !rest.is_empty() {
+        return None;
+    }
+    let digits: Vec<u8> = int.iter().chain(frac).copied().collect();
+    let lead = digits.iter().take_while(|&&b| b == b'0').count();
+    let digits = digits.get(lead..).unwrap_or(&[]);
+    let trail = digits.iter().rev().take_while(|&&b| b == b'0').count();
+    let digits = digits.get(..digits.len() - trail).unwrap_or(&[]);
+    if digits.is_empty() {
+        return Some(b"0".to_vec());
+    }
+    let frac_len = i64::try_from(frac.len()).ok()?;
+    let trail = i64::try_from(trail).ok()?;
+    let exp = exp.checked_sub(frac_len)?.checked_add(trail)?;
+    let mut out = Vec::with_capacity(digits.len() + 24);
+    if neg {
+        out.push(b'-');
+    }
+    out.extend_from_slice(digits);
+    match usize::try_from(exp) {
+        Ok(zeros) if digits.len() + zeros < 40 => out.resize(out.len() + zeros, b'0'),
+        _ => {
+            out.push(b'e');
+            out.extend_from_slice(exp.to_string().as_bytes());
+        }
+    }
+    Some(out)
+}
+
 /// What the walker does with the value at a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -341,7 +463,7 @@ impl Walker {
 
 #[cfg(test)]
 mod tests {
-    use super::{canonical, json_str};
+    use super::{canonical, id_alt, id_key, json_str};
 
     #[test]
     fn strings_compare_by_value_whatever_their_escapes() {
@@ -362,5 +484,58 @@ mod tests {
         assert_eq!(json_str(br#""\u0073tore""#).as_deref(), Some("store"));
         assert_eq!(json_str(b"\"plain\"").as_deref(), Some("plain"));
         assert_eq!(json_str(b"17"), None);
+    }
+
+    #[test]
+    fn ids_compare_by_value_whatever_their_spelling() {
+        for (raw, want) in [
+            (&b"7"[..], &b"7"[..]),
+            (b"0", b"0"),
+            (b"-0", b"0"),
+            (b"-0.0e5", b"0"),
+            (b"7.0", b"7"),
+            (b"7e0", b"7"),
+            (b"7E+0", b"7"),
+            (b"70e-1", b"7"),
+            (b"0.7e1", b"7"),
+            (b"700", b"700"),
+            (b"7e2", b"700"),
+            (b"-12.50", b"-125e-1"),
+            (b"1.5", b"15e-1"),
+            (b"15e-1", b"15e-1"),
+            (b"1e40", b"1e40"),
+            (b"1e38", b"100000000000000000000000000000000000000"),
+            (
+                b"123456789012345678901234567890",
+                b"123456789012345678901234567890",
+            ),
+            (b"1e99999999999999999999", b"1e99999999999999999999"),
+            (br#""7""#, br#""7""#),
+            (br#""\u0037""#, br#""7""#),
+            (b"null", b"null"),
+            (b"", b""),
+        ] {
+            assert_eq!(&*id_key(raw), want, "{}", String::from_utf8_lossy(raw));
+        }
+        // Each spelling of one value has the key of every other.
+        let seven = [&b"7"[..], b"7.0", b"7e0", b"0.07e2", b"700e-2"];
+        for a in seven {
+            assert_eq!(id_key(a), id_key(b"7"));
+        }
+        assert_ne!(id_key(b"7"), id_key(b"7.5"));
+        assert_ne!(id_key(b"7"), id_key(br#""7""#));
+        // The other spelling the SDK clients match by: integers only.
+        assert_eq!(id_alt(br#""7""#).as_deref(), Some(&b"7"[..]));
+        assert_eq!(id_alt(b"-12").as_deref(), Some(&br#""-12""#[..]));
+        for none in [
+            &br#""07""#[..],
+            br#""7.0""#,
+            br#"" 7""#,
+            br#""-0""#,
+            b"15e-1",
+            br#""x""#,
+        ] {
+            assert_eq!(id_alt(none), None, "{}", String::from_utf8_lossy(none));
+        }
     }
 }

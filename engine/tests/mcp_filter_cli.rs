@@ -129,6 +129,44 @@ fn one_line_out_per_line_in_and_malformed_lines_become_errors() {
 }
 
 #[test]
+fn an_answer_with_its_id_or_result_twice_becomes_an_error() {
+    // Each `result` is budgeted on its own, so a line that repeats it grew
+    // with every repeat (here 40 times the 16 KiB text budget); and readers
+    // keep the last `id`, which need not be the one that picked the budget.
+    let block = format!(
+        r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
+        "z".repeat(50_000)
+    );
+    let many = format!(
+        r#"{{"jsonrpc":"2.0","id":4,{}}}"#,
+        vec![format!(r#""result":{block}"#); 40].join(",")
+    );
+    let ids = r#"{"jsonrpc":"2.0","id":4,"result":{"content":[]},"id":5}"#;
+    let errors = r#"{"jsonrpc":"2.0","id":6,"error":{"code":1,"message":"a"},"error":{"code":2,"message":"b"}}"#;
+    let once = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+    let o = filter(
+        &[],
+        format!("{many}\n{ids}\n{errors}\n{once}\n").into_bytes(),
+    );
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 4);
+    for (line, id) in [(out[0], 4), (out[1], 5), (out[2], 6)] {
+        let e = json(line);
+        assert_eq!(e["id"], id, "{e}");
+        assert_eq!(e["error"]["code"], -32700, "{e}");
+    }
+    assert_eq!(out[3], once.as_bytes());
+    for key in ["result", "id", "error"] {
+        assert!(
+            o.stderr.contains(&format!("`{key}` comes twice")),
+            "{}",
+            o.stderr
+        );
+    }
+}
+
+#[test]
 fn filter_limits_flags_and_records() {
     let long = "x".repeat(500);
     let line = format!(

@@ -605,6 +605,58 @@ fn ts_client_answers_the_reference_servers_sampling_requests_through_the_proxy()
 }
 
 #[test]
+fn an_answer_whose_id_is_spelled_otherwise_is_still_budgeted() {
+    // The test server behind a shim that writes each answer's id as a string
+    // (`"1"` for 1, as servers that keep ids as strings do) or as `"0x1"`: the
+    // TypeScript client reads an answer's id with `Number()` and takes either
+    // for its call. With calls to two tools in flight the proxy reads ahead for
+    // the id; earlier builds found no call by it and passed the answer on
+    // whole (200 000 bytes of text here).
+    let big = 200_000;
+    let calls = json!([
+        {"name":"big_text","arguments":{"n_bytes": big}},
+        {"name":"rows","arguments":{"n": 3}},
+        {"name":"big_text","arguments":{"n_bytes": big}},
+    ]);
+    for how in ["string", "hex"] {
+        let mut server = pyserver_cmd();
+        server.extend(["--answer-ids-as".to_string(), how.to_string()]);
+        let direct = ts_client(&json!({"command": server, "calls": calls, "parallel": true}));
+        assert!(direct.iter().all(|o| o["ok"] == true), "{how}: {direct:?}");
+        assert_eq!(text(&direct[0]["result"], 0).len(), big, "{how}");
+        let via =
+            ts_client(&json!({"command": proxied(&[], &server), "calls": calls, "parallel": true}));
+        assert!(via.iter().all(|o| o["ok"] == true), "{how}: {via:?}");
+        assert_eq!(via[1], direct[1], "{how}: the typed call's small answer");
+        for i in [0, 2] {
+            let r = &via[i]["result"];
+            let size = serde_json::to_vec(r).unwrap().len();
+            assert!(size <= 65536, "{how} {i}: {size} bytes reached the client");
+            match how {
+                // Found as its call (the client's 1 is the server's "1"): the
+                // untyped tool's text is cut.
+                "string" => {
+                    assert_eq!(
+                        record(r).expect("record")["budget_kind"],
+                        "text_block_bytes"
+                    );
+                    assert!(text(r, 0).ends_with(" bytes omitted]"), "{how} {i}");
+                }
+                // Found as no call: the tightest pending treatment, the typed
+                // tool's, which cannot hold it whole.
+                _ => {
+                    assert_eq!(r["isError"], true, "{how} {i}: {r}");
+                    assert!(
+                        text(r, 0).starts_with("result_budget_exceeded"),
+                        "{how} {i}: {r}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn a_server_request_with_the_id_of_a_pending_call_leaves_the_call_budgeted() {
     // Ids are per direction: the server's own request may carry the id of a call the
     // client is waiting on. It must not stand in for the call's answer, or the real

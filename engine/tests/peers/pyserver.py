@@ -8,7 +8,8 @@ read-only), `mutate_rows` (typed, may change state), `list_things` / `search_thi
 `ask_client` (asks the client for a sampling message and reports how much came back).
 Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
 prove what never reached it. With $RB_TOOLS_PAGE set, tools/list answers in pages of that
-many tools.
+many tools. With `--answer-ids-as string|hex`, every answer's id is spelled otherwise
+than the request's (see `answer_ids_as`).
 """
 
 import os
@@ -149,5 +150,31 @@ if os.environ.get("RB_TOOLS_PAGE"):
     server._lowlevel_server.add_request_handler("tools/list", PaginatedRequestParams, paged_list_tools)
 
 
+def answer_ids_as(how: str) -> None:
+    """Run the server as a child and rewrite the id of each of its answers: `string`
+    writes a number id as a string (`7` as `"7"`), as servers that keep ids as strings
+    do; `hex` writes it as `"0x7"`, which the TypeScript client, reading an answer's
+    id with `Number()`, still takes for its call 7."""
+    import json
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, __file__], stdout=subprocess.PIPE)
+    assert child.stdout is not None
+    for line in child.stdout:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            msg = None
+        if isinstance(msg, dict) and "method" not in msg and isinstance(msg.get("id"), int):
+            i = msg["id"]
+            msg["id"] = str(i) if how == "string" else hex(i)
+            line = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+    sys.exit(child.wait())
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--answer-ids-as":
+        answer_ids_as(sys.argv[2])
     server.run()
