@@ -556,7 +556,9 @@ impl Guard {
         if let Some(f) = self.cap_to.take() {
             if let Some(text) = self.cap.text() {
                 // By value, as the server reads it: `"tools\/call"` is a call.
-                let text = if matches!(f, Fact::Method | Fact::Name) {
+                // (A task id too: it is looked up among the tasks the server
+                // named, in its own spelling.)
+                let text = if matches!(f, Fact::Method | Fact::Name | Fact::TaskId) {
                     crate::sniff::canonical(text)
                 } else {
                     std::borrow::Cow::Borrowed(text)

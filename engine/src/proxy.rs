@@ -1329,6 +1329,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     if let (Method::ToolsCall(tool), true, Some(task_id)) =
                         (&pend.method, pend.task, tp.value.take())
                     {
+                        let task_id = sniff::canonical(&task_id).into_owned();
                         lock(&shared.tasks).insert(task_id, tool.to_string());
                     }
                 }

@@ -1054,7 +1054,9 @@ fn a_task_result_gets_the_treatment_of_its_tool() {
     )
     .unwrap();
     let inv_s = inv.to_string_lossy().into_owned();
-    let run = |flags: &[&str]| -> Value {
+    // `escaped`: the client writes the task id with every character escaped
+    // (`\u0061` for `a`), which the server reads as the same id.
+    let run = |flags: &[&str], escaped: bool| -> Value {
         let mut s = Raw::spawn(&proxied(flags, &everything_cmd()), &[]);
         s.initialize();
         s.send(
@@ -1064,24 +1066,42 @@ fn a_task_result_gets_the_treatment_of_its_tool() {
         let (created, _) = s.until_id(&json!(2), 30);
         let task_id = created["result"]["task"]["taskId"].clone();
         assert!(task_id.is_string(), "a task was created: {created}");
-        s.send(
-            &json!({"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId": task_id}}),
+        let written = if escaped {
+            let units: String = task_id
+                .as_str()
+                .unwrap()
+                .encode_utf16()
+                .map(|u| format!("\\u{u:04x}"))
+                .collect();
+            format!("\"{units}\"")
+        } else {
+            task_id.to_string()
+        };
+        s.send_raw(
+            format!(
+                "{}\n",
+                r#"{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":TASK}}"#
+                    .replace("TASK", &written)
+            )
+            .as_bytes(),
         );
         let (r, _) = s.until_id(&json!(3), 60);
         let _ = s.wait(10);
         r
     };
-    let typed = run(&["--inventory", &inv_s]);
-    assert_eq!(typed["result"]["isError"], true, "{typed}");
-    let t = typed["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(
-        t.starts_with(
-            "result_budget_exceeded: the complete result of tool simulate-research-query is "
-        ),
-        "{t}"
-    );
+    for escaped in [false, true] {
+        let typed = run(&["--inventory", &inv_s], escaped);
+        assert_eq!(typed["result"]["isError"], true, "{escaped}: {typed}");
+        let t = typed["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            t.starts_with(
+                "result_budget_exceeded: the complete result of tool simulate-research-query is "
+            ),
+            "{escaped}: {t}"
+        );
+    }
     // The same call with only the ceiling: untyped, so the report is cut, not refused.
-    let cut = run(&["--max-result-bytes", "1024"]);
+    let cut = run(&["--max-result-bytes", "1024"], false);
     assert!(cut["result"].get("isError").is_none(), "{cut}");
     let t = cut["result"]["content"][0]["text"].as_str().unwrap();
     assert!(t.starts_with("# Research Report: rust"), "{t}");
