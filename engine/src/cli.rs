@@ -388,7 +388,12 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         if args.summary {
                             eprintln!(
                                 "line {line_no}: {}",
-                                summarize(p.record(), in_bytes, out_bytes + out.len() as u64)
+                                summarize(
+                                    p.record(),
+                                    p.omitted_members(),
+                                    in_bytes,
+                                    out_bytes + out.len() as u64
+                                )
                             );
                         }
                     }
@@ -541,8 +546,17 @@ pub fn run_inventory(cmd: InventoryCmd) -> u8 {
 }
 
 /// One line for a person: what happened to a message.
-pub fn summarize(rec: &crate::Record, in_bytes: u64, out_bytes: u64) -> String {
+/// `omitted`: envelope members dropped ([`crate::mcp::Projector::omitted_members`]).
+pub fn summarize(rec: &crate::Record, omitted: u64, in_bytes: u64, out_bytes: u64) -> String {
+    let members = if omitted > 0 {
+        format!("; {omitted} envelope member(s) JSON-RPC does not define dropped")
+    } else {
+        String::new()
+    };
     if !rec.truncated() {
+        if omitted > 0 {
+            return format!("{in_bytes} -> {out_bytes} bytes{members}");
+        }
         return format!("{in_bytes} bytes, nothing cut (passed unchanged)");
     }
     let json = rec.to_json();
@@ -570,7 +584,7 @@ pub fn summarize(rec: &crate::Record, in_bytes: u64, out_bytes: u64) -> String {
         } else {
             String::new()
         }
-    )
+    ) + &members
 }
 
 #[cfg(test)]

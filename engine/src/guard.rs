@@ -326,7 +326,10 @@ enum Fact {
 
 /// What the proxy needs to know of a request line besides its verdict, read on
 /// the guard's own walk of it. Each field is the raw JSON text of a scalar as
-/// written (a string with its quotes and escapes); a value that is a container,
+/// written (a string with its quotes and escapes), but for `method`, `name`
+/// and `task_id`, which are read by value (a string with escapes written
+/// again as serde_json writes it, see `sniff::canonical`), as the server reads
+/// them; a value that is a container,
 /// or longer than [`CAPTURE_CAP`](crate::sniff::CAPTURE_CAP) bytes, is not taken, and of duplicate keys
 /// the last one taken wins.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

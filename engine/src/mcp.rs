@@ -305,6 +305,13 @@ enum Act {
     IsErrorBare(BudgetKind),
     /// The envelope's `id` (passed, and remembered).
     Id,
+    /// A tool answer's JSON-RPC `error`: free-form limits under the result
+    /// ceiling (its message lands in the model's context as a result would).
+    AnswerError,
+    /// A member JSON-RPC does not define in a tool answer's envelope:
+    /// dropped, and not recorded (the record lives in the result, which may
+    /// already be written).
+    Omit,
 }
 
 /// Why the driver asked the tokenizer to skip.
@@ -398,6 +405,8 @@ pub struct Projector {
     answer_keys: u8,
     /// The first of those read a second time.
     repeated: Option<&'static str>,
+    /// Envelope members dropped as [`Act::Omit`].
+    omitted_members: u64,
     block_hold: bool,
     /// The hold of a text string in progress (when no block hold covers it).
     text_hold: bool,
@@ -462,6 +471,7 @@ impl Projector {
             has_answer: false,
             answer_keys: 0,
             repeated: None,
+            omitted_members: 0,
             block_hold: false,
             text_hold: false,
             block_mark: None,
@@ -529,6 +539,7 @@ impl Projector {
         self.has_answer = false;
         self.answer_keys = 0;
         self.repeated = None;
+        self.omitted_members = 0;
         self.block_hold = false;
         self.text_hold = false;
         self.block_mark = None;
@@ -567,6 +578,14 @@ impl Projector {
     /// repeated `result`. The proxy drops such a line (`docs/proxy.md`).
     pub fn repeated(&self) -> Option<&'static str> {
         self.repeated
+    }
+
+    /// Members of a tool answer's envelope that JSON-RPC does not define
+    /// (anything but `jsonrpc`, `id`, `method`, `params`, `result` and
+    /// `error`), dropped so far. They are not in the record, which lives in
+    /// the result and may already be written when one comes.
+    pub fn omitted_members(&self) -> u64 {
+        self.omitted_members
     }
 
     /// Encoded size of the original `result` value (after `finish`).
@@ -721,7 +740,12 @@ impl Projector {
         match level {
             Level::Envelope => match key {
                 b"result" if project => Act::Descend(Level::Result),
+                b"error" if project => Act::AnswerError,
                 b"id" => Act::Id,
+                // A request the server sends while a call is pending (sampling,
+                // elicitation) is a message like any other: it passes whole.
+                b"jsonrpc" | b"method" | b"params" => Act::Pass,
+                _ if project => Act::Omit,
                 _ => Act::Pass,
             },
             Level::Result => match key {
@@ -884,6 +908,7 @@ impl Projector {
         } else {
             match level {
                 Level::Result => Act::Drop(BudgetKind::NonStandardField),
+                Level::Envelope if matches!(self.treat, Treat::ToolResult(_)) => Act::Omit,
                 Level::Envelope => Act::Pass,
                 _ => Act::Free,
             }
@@ -910,9 +935,12 @@ impl Projector {
             self.cannot_fit(kind, false);
             return;
         }
-        if let Act::Drop(kind) = act {
+        if let Act::Drop(_) | Act::Omit = act {
             self.out.rollback(self.key_mark);
-            self.add_cut(kind, 1);
+            match act {
+                Act::Drop(kind) => self.add_cut(kind, 1),
+                _ => self.omitted_members += 1,
+            }
             self.lex.skip_one(self.top_depth());
             self.dskip = Some(DSkip::DropOne);
             self.pending = None;
@@ -1100,6 +1128,10 @@ impl Projector {
                         self.eff.max_structured_bytes,
                         BudgetKind::StructuredBytes,
                     );
+                }
+                if act == Act::AnswerError {
+                    self.out
+                        .open_scope(0, self.eff.max_result_bytes, BudgetKind::ResultBytes);
                 }
                 if act == Act::Id {
                     self.id_mark = Some(self.out.pos());
@@ -1446,7 +1478,7 @@ impl Projector {
     fn vb_done(&mut self, act: Act) {
         match act {
             Act::Structured => self.out.close_scope(1),
-            Act::Descend(Level::Result) => self.out.close_scope(0),
+            Act::Descend(Level::Result) | Act::AnswerError => self.out.close_scope(0),
             Act::Id => {
                 if let Some(m) = self.id_mark.take() {
                     let bytes = self.out.tail_from(m);
@@ -1482,7 +1514,7 @@ impl Projector {
         if act == Act::Structured {
             self.out.close_scope(1);
         }
-        if act == Act::Descend(Level::Result) {
+        if act == Act::Descend(Level::Result) || act == Act::AnswerError {
             self.out.close_scope(0);
         }
         if let Some(f) = self.frames.last_mut() {

@@ -1363,7 +1363,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     lock(&shared.tools_state).known = false;
                 }
                 let rec = proj.record();
-                if rec.truncated() {
+                if rec.truncated() || proj.omitted_members() > 0 {
                     let tool = match &cur_treat {
                         Treat::ToolResult(c) => c.tool.clone().unwrap_or_else(|| "?".into()),
                         Treat::Pass => "?".into(),
@@ -1371,13 +1371,17 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                     shared.log(
                         LogLevel::Info,
                         &format!(
-                            "cut {tool}: {in_bytes} bytes in -> {} out, budget_kind {}{}",
+                            "cut {tool}: {in_bytes} bytes in -> {} out, budget_kind {}{}{}",
                             line_out.len().saturating_sub(1),
                             rec.budget_kind().map_or("none", |k| k.as_str()),
                             if proj.typed_failed() {
                                 " (typed: replaced by result_budget_exceeded)"
                             } else {
                                 ""
+                            },
+                            match proj.omitted_members() {
+                                0 => String::new(),
+                                n => format!(", {n} envelope member(s) dropped"),
                             }
                         ),
                     );

@@ -71,8 +71,10 @@ const UNDER_BUDGET: &[&str] = &[
     r#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"text":"Unknown tool: nope","type":"text"}],"isError":true,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bigserver","version":""}}}}"#,
     // _meta first, escapes, non-ASCII, every block type.
     r#"{"jsonrpc":"2.0","id":9,"result":{"_meta":{"k":[1,2,{"x":null}]},"content":[{"type":"text","text":"caf\u00e9 \uD83D\uDE00 é 😀 \"q\" \\ \/","annotations":{"audience":["user"],"priority":0.5}},{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"},{"type":"resource","resource":{"uri":"file:///a","mimeType":"text/plain","text":"hello"}},{"type":"resource","resource":{"uri":"file:///b","blob":"AAEC"}},{"type":"resource_link","uri":"file:///c","name":"c"}]}}"#,
-    // Empty content, structuredContent with awkward numbers, extra envelope member.
-    r#"{"jsonrpc":"2.0","id":0,"result":{"content":[],"structuredContent":{"big":123456789012345678901234567890,"inf":1E400,"neg":-0.0,"tiny":1e-400,"e":0.5E+3,"list":[true,false,null,"",{}]}},"x-extra":{"a":[1]}}"#,
+    // Empty content, structuredContent with awkward numbers.
+    r#"{"jsonrpc":"2.0","id":0,"result":{"content":[],"structuredContent":{"big":123456789012345678901234567890,"inf":1E400,"neg":-0.0,"tiny":1e-400,"e":0.5E+3,"list":[true,false,null,"",{}]}}}"#,
+    // A JSON-RPC error, as a server answers a call it cannot run.
+    r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Unknown tool: nope","data":{"tool":"nope"}}}"#,
     // A task-augmented call's CreateTaskResult and a 2026-07-28 result.
     r#"{"result":{"task":{"taskId":"bb2d","status":"working","ttl":300000,"pollInterval":1000}},"jsonrpc":"2.0","id":2}"#,
     r#"{"jsonrpc":"2.0","id":4,"result":{"resultType":"incomplete","inputRequests":{"r1":{"method":"elicitation/create","params":{}}},"requestState":"opaque-state"}}"#,
@@ -89,6 +91,83 @@ fn under_budget_results_are_byte_identical() {
         // A typed tool within the ceiling passes whole as well.
         assert_identity(McpLimits::DEFAULT, typed("t", true, None), msg.as_bytes());
     }
+}
+
+#[test]
+fn a_tool_answers_json_rpc_error_is_bounded_as_a_result_is() {
+    // Its message reaches the model as a result's text would; earlier builds
+    // passed it on whole whatever its size.
+    let big = "e".repeat(6_000);
+    let input = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"error":{{"code":-32603,"message":"{big}","data":{{"trace":["{big}","{big}"],"n":[{}]}}}}}}"#,
+        vec!["1"; 500].join(",")
+    );
+    let lim = McpLimits::DEFAULT;
+    let r = run_random_splits(lim, tool(), input.as_bytes());
+    let v: serde_json::Value = serde_json::from_slice(&r.out).expect("valid JSON");
+    let err = serde_json::to_vec(&v["error"]).unwrap();
+    assert!(err.len() as u64 <= lim.max_result_bytes, "{}", err.len());
+    assert_eq!(v["error"]["code"], -32603);
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.len() as u64 <= lim.max_string_bytes, "{}", msg.len());
+    // A prefix, as the generic budget cuts every string (no marker).
+    assert!(big.starts_with(msg), "{msg}");
+    assert_eq!(
+        v["error"]["data"]["n"].as_array().unwrap().len() as u64,
+        lim.max_list_items
+    );
+    assert_eq!(v["id"], 4);
+    // Cut by the generic rules, at paths from the envelope (the record
+    // itself is written only into a result, which this answer has none of).
+    assert!(r.rec.truncated);
+    assert!(
+        r.rec.omitted_paths.contains(&"/error/message".to_string()),
+        "{:?}",
+        r.rec
+    );
+    // Under a ceiling smaller than what the generic limits keep, the ceiling wins.
+    let small = McpLimits {
+        max_result_bytes: 2048,
+        ..lim
+    };
+    let r = run_random_splits(small, tool(), input.as_bytes());
+    let v: serde_json::Value = serde_json::from_slice(&r.out).expect("valid JSON");
+    let err = serde_json::to_vec(&v["error"]).unwrap();
+    assert!(err.len() <= 2048, "{}", err.len());
+    // Any other message's error passes whole.
+    let r = run_random_splits(lim, Treat::Pass, input.as_bytes());
+    assert_eq!(r.out, input.as_bytes());
+}
+
+#[test]
+fn members_json_rpc_does_not_define_leave_a_tool_answer() {
+    // Anything in a tool answer's envelope but jsonrpc, id, method, params,
+    // result and error: dropped wherever it comes, whatever its size, and
+    // counted (not recorded: the record lives in the result).
+    let big = "j".repeat(5_000);
+    let input = format!(
+        r#"{{"x-first":[1,2],"jsonrpc":"2.0","id":0,"result":{{"content":[]}},"x-extra":{{"a":"{big}"}},"\u0078":1}}"#
+    );
+    let r = run_all_splits(McpLimits::DEFAULT, tool(), input.as_bytes());
+    assert_eq!(
+        s(&r.out),
+        r#"{"jsonrpc":"2.0","id":0,"result":{"content":[]}}"#
+    );
+    assert!(!r.rec.truncated, "{:?}", r.rec);
+    let mut p = resultbudget::mcp::Projector::new(McpLimits::DEFAULT).unwrap();
+    p.begin(tool());
+    let mut out = Vec::new();
+    p.feed(input.as_bytes(), &mut out).unwrap();
+    p.finish(&mut out).unwrap();
+    assert_eq!(p.omitted_members(), 3);
+    // A request the server sends while a call is pending keeps its params
+    // whole, in any order of its members.
+    let request = format!(
+        r#"{{"params":{{"messages":[{{"role":"user","content":{{"type":"text","text":"{big}"}}}}]}},"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}}"#
+    );
+    assert_identity(McpLimits::DEFAULT, tool(), request.as_bytes());
+    // Under Pass, nothing is dropped.
+    assert_identity(McpLimits::DEFAULT, Treat::Pass, input.as_bytes());
 }
 
 #[test]

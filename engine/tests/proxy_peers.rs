@@ -657,6 +657,35 @@ fn an_answer_whose_id_is_spelled_otherwise_is_still_budgeted() {
 }
 
 #[test]
+fn a_json_rpc_error_from_a_tool_is_bounded_for_both_clients() {
+    // The Python server's tool raises an MCPError whose message and data are
+    // 200 000 bytes each; both SDK clients turn the message into the error the
+    // agent sees. Earlier builds passed it on whole.
+    let n = 200_000;
+    let calls = json!([{"name":"fail_loudly","arguments":{"n_bytes": n}},
+                       {"name":"big_text","arguments":{"n_bytes": 10}}]);
+    for (who, run) in [
+        ("python", py_client as fn(&Value) -> Vec<Value>),
+        ("typescript", ts_client),
+    ] {
+        let direct = run(&json!({"command": pyserver_cmd(), "calls": calls}));
+        let via = run(&json!({"command": proxied(&[], &pyserver_cmd()), "calls": calls}));
+        for (out, far) in [(&direct, true), (&via, false)] {
+            assert_eq!(out[0]["ok"], false, "{who}: {out:?}");
+            let e = out[0]["error"].as_str().unwrap_or_default();
+            assert!(e.contains("boom eee"), "{who}: {}", &e[..e.len().min(200)]);
+            if far {
+                assert!(e.len() > n, "{who} directly: {}", e.len());
+            } else {
+                // The message cut to --max-string-bytes (4096).
+                assert!(e.len() < 4096 + 100, "{who} through the proxy: {}", e.len());
+            }
+        }
+        assert_eq!(via[1], direct[1], "{who}: the next call is untouched");
+    }
+}
+
+#[test]
 fn a_server_request_with_the_id_of_a_pending_call_leaves_the_call_budgeted() {
     // Ids are per direction: the server's own request may carry the id of a call the
     // client is waiting on. It must not stand in for the call's answer, or the real

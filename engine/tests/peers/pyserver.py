@@ -4,8 +4,8 @@ Tools: `big_text` (untyped text of n bytes), `rows` (typed: structured list of n
 read-only), `mutate_rows` (typed, may change state), `list_things` / `search_things`
 (the list-versus-search pair), `crash` (writes half a response and dies), `add_late_tool`
 (adds the typed tool `late_rows` and sends `notifications/tools/list_changed`),
-`stdout_pipe_bytes` (the capacity of the pipe the server writes to, on Linux),
-`ask_client` (asks the client for a sampling message and reports how much came back).
+`fail_loudly` (a JSON-RPC error of n bytes), `stdout_pipe_bytes` (the capacity of the
+pipe the server writes to, on Linux), `ask_client` (asks the client for a sampling message and reports how much came back).
 Every request the server receives is appended to $RB_SERVER_LOG when set, so tests can
 prove what never reached it. With $RB_TOOLS_PAGE set, tools/list answers in pages of that
 many tools. With `--answer-ids-as string|hex`, every answer's id is spelled otherwise
@@ -17,6 +17,7 @@ import sys
 import warnings
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import ListToolsResult, PaginatedRequestParams, SamplingMessage, TextContent, ToolAnnotations
 
 server = MCPServer("rb-test-server")
@@ -51,6 +52,13 @@ def mutate_rows(n: int) -> list[dict]:
     """Pretend to change n rows and return them all (typed, state-changing)."""
     log(f"mutate_rows {n}")
     return [{"id": i, "changed": True, "note": "x" * 40} for i in range(n)]
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
+def fail_loudly(n_bytes: int) -> str:
+    """Fail with a JSON-RPC error whose message and data are n_bytes each."""
+    log(f"fail_loudly {n_bytes}")
+    raise MCPError(code=-32603, message="boom " + "e" * n_bytes, data={"trace": "t" * n_bytes})
 
 
 @server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
