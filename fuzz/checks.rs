@@ -962,6 +962,20 @@ pub fn proxy_one(data: &[u8]) {
             .is_some_and(|m| m.starts_with("resultbudget:"));
         err || v["result"]["_meta"].get("resultbudget/refusal").is_some()
     };
+    // The proxy's answer to a client line that is not one message (a batch,
+    // a bare value): -32600 with a null id, one at most for each such line.
+    let not_one = |v: &Value| {
+        own(v)
+            && v["id"].is_null()
+            && v["error"]["code"] == -32600
+            && v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not one JSON-RPC message"))
+    };
+    let bare_lines = lines_of(&client)
+        .iter()
+        .filter(|l| first_content(l).is_some_and(|b| b != b'{'))
+        .count();
     // A result the proxy wrote (cut, or its own) fits the result budget
     // (the inventory's rows go up to 3,000 bytes).
     let mut ceiling = config.limits.max_result_bytes;
@@ -988,7 +1002,7 @@ pub fn proxy_one(data: &[u8]) {
                 squash(l)
             );
         }
-        if own(v) {
+        if own(v) && !not_one(v) {
             assert!(
                 asked.contains(&v["id"]),
                 "the proxy answered an id the client never sent: {}",
@@ -1012,7 +1026,12 @@ pub fn proxy_one(data: &[u8]) {
     let mut k = 0;
     // (A last line without its newline is one the server left half-written.)
     let whole_lines = served.len() - usize::from(!server.is_empty() && !server.ends_with(b"\n"));
-    for s in served.iter().take(whole_lines).filter(|s| readable(s)) {
+    // (A line that is not one message, a batch or a bare value, is dropped.)
+    for s in served
+        .iter()
+        .take(whole_lines)
+        .filter(|s| readable(s) && first_content(s) == Some(b'{'))
+    {
         let doc = parse(s);
         // A line whose top-level `id`, `result` or `error` comes twice is
         // dropped as an unreadable one is (`docs/proxy.md`).
@@ -1097,9 +1116,17 @@ pub fn proxy_one(data: &[u8]) {
         .flatten()
         .filter(|v| v.get("method").is_none())
         .collect();
-    for a in answers.iter().filter(|v| own(v)) {
+    let refused_lines = answers.iter().filter(|v| not_one(v)).count();
+    assert!(
+        refused_lines <= bare_lines,
+        "{refused_lines} answers to lines that are not one message, for {bare_lines} such lines"
+    );
+    for a in answers.iter().filter(|v| own(v) && !not_one(v)) {
         let id = &a["id"];
-        let given = answers.iter().filter(|v| own(v) && &v["id"] == id).count();
+        let given = answers
+            .iter()
+            .filter(|v| own(v) && !not_one(v) && &v["id"] == id)
+            .count();
         let sent = sent_ids.iter().filter(|s| *s == id).count();
         assert!(
             given <= sent,
@@ -2665,6 +2692,13 @@ pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
             assert_eq!(minify(doc, iv), ov.raw(out), "envelope member changed");
         }
     }
+}
+
+/// The first byte of a line that is not whitespace.
+fn first_content(l: &[u8]) -> Option<u8> {
+    l.iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
 /// A key's value (lone surrogates read as U+FFFD).

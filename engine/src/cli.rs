@@ -317,6 +317,10 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     let mut streamed = false;
     p.begin(Treat::ToolResult(call.clone()));
     let mut blank = true;
+    // The line's first byte that is not whitespace, and whether that makes
+    // it something other than one message (a batch, a bare value).
+    let mut first: Option<u8> = None;
+    let mut not_message = false;
     loop {
         let ev = match lines.next_piece() {
             Ok(ev) => ev,
@@ -330,6 +334,13 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 in_bytes += bytes.len() as u64;
                 if blank && crate::framing::has_content(bytes) {
                     blank = false;
+                }
+                if first.is_none() {
+                    first = crate::framing::first_content(bytes);
+                    // A batch's results would pass unbudgeted (the projector
+                    // budgets one message): the line is answered as the proxy
+                    // answers it (`docs/proxy.md`).
+                    not_message = matches!(first, Some(b) if b != b'{');
                 }
                 if !failed {
                     if let Err(e) = p.feed(bytes, &mut out) {
@@ -346,11 +357,17 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         );
                     }
                 }
+                if not_message {
+                    // Still read to the end (a broken one is answered as
+                    // broken), but none of it is kept.
+                    out.clear();
+                }
                 // A line is held so a broken one can be replaced whole; past
                 // MAX_HOLD (only without a ceiling) it streams instead, and
                 // from then on each piece goes out as soon as it is final
                 // (batching more would only stall the pipes in turn).
-                if !failed && !out.is_empty() && (streamed || out.len() > MAX_HOLD) {
+                if !failed && !not_message && !out.is_empty() && (streamed || out.len() > MAX_HOLD)
+                {
                     if stdout.write_all(&out).is_err() {
                         return 1;
                     }
@@ -377,6 +394,17 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         out.push(b'\n');
                         crate::jsonrpc::parse_error_line(&mut out, p.id());
                         eprintln!("resultbudget: line {line_no}: broken after {out_bytes} bytes were written");
+                    } else if not_message && !failed {
+                        out.clear();
+                        eprintln!(
+                            "resultbudget: line {line_no}: not one JSON-RPC message (a batch, or a bare value)"
+                        );
+                        crate::jsonrpc::error_line(
+                            &mut out,
+                            None,
+                            crate::jsonrpc::INVALID_REQUEST,
+                            "resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) is not forwarded",
+                        );
                     } else if failed {
                         out.clear();
                         crate::jsonrpc::parse_error_line(&mut out, p.id());
@@ -405,6 +433,8 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 out.clear();
                 failed = false;
                 blank = true;
+                first = None;
+                not_message = false;
                 in_bytes = 0;
                 out_bytes = 0;
                 streamed = false;

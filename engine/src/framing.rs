@@ -9,6 +9,14 @@ pub fn has_content(bytes: &[u8]) -> bool {
     bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r'))
 }
 
+/// The first byte of `bytes` that is not such whitespace.
+pub fn first_content(bytes: &[u8]) -> Option<u8> {
+    bytes
+        .iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+}
+
 /// Read buffer size; also the most a single piece can be.
 pub const READ_BUF: usize = 64 * 1024;
 

@@ -692,6 +692,8 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
     let mut cut = false;
     // Only whitespace so far (a blank line is passed on, never "broken").
     let mut blank = true;
+    // The line's first byte that is not whitespace: a message is an object.
+    let mut first: Option<u8> = None;
     loop {
         if !reader.buffered() {
             // Nothing more to read without waiting: what is batched goes now.
@@ -709,6 +711,13 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 if blank && framing::has_content(bytes) {
                     blank = false;
                 }
+                if first.is_none() {
+                    first = framing::first_content(bytes);
+                }
+                // A batch (a JSON array) or a bare value is not a message the
+                // guard can check: its calls would reach a server that still
+                // reads batches (MCP 2025-03-26 allowed them) unmeasured.
+                let not_message = matches!(first, Some(b) if b != b'{');
                 // One walk of the guard reads the facts and measures a call.
                 let verdict = guard.feed(bytes);
                 let facts = guard.facts();
@@ -747,7 +756,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                     // parser could read on past the break, where the guard
                     // cannot (a `NaN`, then a second `method`), so no byte of
                     // the piece it broke in, or after, reaches the server.
-                    _ if cut || refused.is_some() || guard.is_broken() => {}
+                    _ if cut || not_message || refused.is_some() || guard.is_broken() => {}
                     Some(false) if held.len() + bytes.len() <= PASS_PIECE => {
                         // A line that is not a call goes on in one write with its
                         // newline when it is short: a write the server reads
@@ -793,6 +802,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 let refused_early = refused.take().is_some();
                 cut |= is_call && decided == Some(false);
                 let broken = guard.is_broken() && !blank;
+                let not_message = matches!(first, Some(b) if b != b'{');
                 match verdict {
                     _ if cut => {
                         // Part of it may have gone on: end that line, so the
@@ -826,6 +836,18 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                                 "resultbudget: the request is not valid JSON, so its arguments could not be checked; it was not forwarded",
                             );
                         }
+                    }
+                    _ if not_message => {
+                        // Nothing of it went on (see above).
+                        shared.log(
+                            LogLevel::Warn,
+                            "dropped a line from the client that is not one JSON-RPC message (a batch, or a bare value)",
+                        );
+                        shared.answer_error(
+                            b"null",
+                            jsonrpc::INVALID_REQUEST,
+                            "resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) is not forwarded; MCP sends one message per line",
+                        );
                     }
                     None if refused_early => {
                         // Refused before its method was known, and not a call: it is gone.
@@ -882,6 +904,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 streamed = false;
                 cut = false;
                 blank = true;
+                first = None;
                 guard.reset();
                 if end {
                     break;
@@ -1138,6 +1161,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     let mut failed: Option<String> = None;
     let mut in_bytes: u64 = 0;
     let mut blank = true;
+    // The line's first byte that is not whitespace: a message is an object.
+    let mut first: Option<u8> = None;
     let mut cur_treat = Treat::Pass;
     // Whole lines for the client, written when the server has nothing more
     // waiting to be read (see `LineBatch`).
@@ -1191,6 +1216,16 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         }
         if blank && framing::has_content(bytes) {
             blank = false;
+        }
+        if first.is_none() {
+            first = framing::first_content(bytes);
+            // A batch (a JSON array) or a bare value is not a message: no
+            // client reads one as the answer to a call, and a batch answers
+            // only a client batch, which the proxy never forwards. Dropped as
+            // stray output is, before any of it is written.
+            if failed.is_none() && matches!(first, Some(b) if b != b'{') {
+                failed = Some("it is not one JSON-RPC message (a batch, or a bare value)".into());
+            }
         }
         in_bytes += bytes.len() as u64;
         if let Some(tp) = tools_probe.as_mut() {
@@ -1399,6 +1434,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         failed = None;
         in_bytes = 0;
         blank = true;
+        first = None;
     }
     batch.flush(send);
     // The server is gone: answer everything still pending.
@@ -1886,7 +1922,7 @@ mod tests {
             .collect()
     }
 
-    fn call(tool: &str) -> Method {
+    fn call_method(tool: &str) -> Method {
         Method::ToolsCall(tool.into())
     }
 
@@ -1913,7 +1949,10 @@ mod tests {
             (r#""7""#, "7"),
         ] {
             let got = answers_for(
-                &[(client.as_bytes(), call("plain")), (b"99", Method::Other)],
+                &[
+                    (client.as_bytes(), call_method("plain")),
+                    (b"99", Method::Other),
+                ],
                 &format!("{}\n", text_answer(server, 100_000)),
             );
             let what = format!("client {client}, server {server}");
@@ -1935,8 +1974,8 @@ mod tests {
         // pending call's answer, never passed on whole.
         let got = answers_for(
             &[
-                (b"7", call("plain")),
-                (b"8", call("other")),
+                (b"7", call_method("plain")),
+                (b"8", call_method("other")),
                 (b"99", Method::Other),
             ],
             &format!("{}\n", text_answer(r#""0x7""#, 100_000)),
@@ -1952,7 +1991,7 @@ mod tests {
         // An answer to the ping by its own id still passes as it is.
         let ping = r#"{"jsonrpc":"2.0","id":99,"result":{"big":"yyyyyyyyyy"}}"#;
         let got = answers_for(
-            &[(b"7", call("plain")), (b"99", Method::Other)],
+            &[(b"7", call_method("plain")), (b"99", Method::Other)],
             &format!("{ping}\n"),
         );
         assert_eq!(
@@ -1978,7 +2017,7 @@ mod tests {
         let twice_error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"a"},"error":{"code":2,"message":"b"}}"#;
         for line in [&twice_id, &many, &twice_error.to_string()] {
             let got = answers_for(
-                &[(b"7", call("plain")), (b"99", Method::Other)],
+                &[(b"7", call_method("plain")), (b"99", Method::Other)],
                 &format!("{line}\n"),
             );
             // The call gets an error in its place (the ping's comes when the
@@ -1991,7 +2030,7 @@ mod tests {
         }
         // The same id twice is still twice.
         let got = answers_for(
-            &[(b"7", call("plain"))],
+            &[(b"7", call_method("plain"))],
             "{\"id\":7,\"id\":7,\"result\":{}}\n",
         );
         assert_eq!(got.len(), 1, "{got:?}");
@@ -2388,6 +2427,57 @@ mod tests {
     /// `tools/call` after all, what went on is ended as a line (the server
     /// reads one broken line and drops it), nothing more of it goes on, and a
     /// request of the client's gets its error; the next line is untouched.
+    #[test]
+    fn a_line_that_is_not_one_message_goes_neither_way() {
+        // A batch holding a call, short and longer than the hold cap: a server
+        // that still reads batches (MCP 2025-03-26) would run the call with
+        // its arguments unmeasured. Earlier builds passed the short one on
+        // whole, and the long one once the cap passed with no method seen.
+        let next = r#"{"jsonrpc":"2.0","id":99,"method":"ping"}"#;
+        let call = |n: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"plain","arguments":{{"a":"{}"}}}}}}"#,
+                "a".repeat(n)
+            )
+        };
+        let long = 3 << 20;
+        for line in [
+            format!("[{}]", call(10)),
+            format!("  [{}]", call(long)),
+            "42".to_string(),
+            r#""tools/call""#.to_string(),
+        ] {
+            let input = format!("{line}\n{next}\n").into_bytes();
+            for sizes in [vec![usize::MAX], vec![4096], vec![1, 7]] {
+                if sizes == [1, 7] && line.len() > 1000 {
+                    continue;
+                }
+                let to_client = SharedBuf::default();
+                let to_server = SharedBuf::default();
+                let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
+                relay_client(&shared, SplitReads::new(&input, &sizes), to_server.clone());
+                let server = lock(&to_server.0).clone();
+                assert_eq!(server, format!("{next}\n").as_bytes(), "{sizes:?}");
+                let client = lock(&to_client.0).clone();
+                let v: serde_json::Value = serde_json::from_slice(&client).expect("one answer");
+                assert_eq!(v["id"], serde_json::Value::Null, "{sizes:?}");
+                assert_eq!(v["error"]["code"], jsonrpc::INVALID_REQUEST, "{sizes:?}");
+            }
+        }
+        // From the server: dropped as stray output, the pending call still
+        // waits for its answer (and gets it).
+        let answer = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+        let got = answers_for(
+            &[(b"7", call_method("plain"))],
+            &format!("[{answer}]\n17\n{answer}\n"),
+        );
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(
+            got[0],
+            serde_json::from_str::<serde_json::Value>(answer).unwrap()
+        );
+    }
+
     #[test]
     fn a_long_line_that_streamed_on_and_then_broke_is_ended() {
         let pad = "p".repeat(3 * PASS_PIECE);

@@ -167,6 +167,28 @@ fn an_answer_with_its_id_or_result_twice_becomes_an_error() {
 }
 
 #[test]
+fn a_line_that_is_not_one_message_becomes_an_error() {
+    // A JSON-RPC batch of answers: the projector budgets one message, so
+    // earlier builds passed the batch's 200 000-byte result on whole.
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"result":{{"content":[{{"type":"text","text":"{}"}}]}}}}"#,
+        "z".repeat(200_000)
+    );
+    let once = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+    let input = format!(" [{answer}]\n42\n[1,\n{once}\n");
+    let o = filter(&[], input.into_bytes());
+    assert_eq!(o.code, 0, "stderr: {}", o.stderr);
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 4);
+    for (line, code) in [(out[0], -32600), (out[1], -32600), (out[2], -32700)] {
+        let e = json(line);
+        assert_eq!(e["id"], serde_json::Value::Null, "{e}");
+        assert_eq!(e["error"]["code"], code, "{e}");
+    }
+    assert_eq!(out[3], once.as_bytes());
+}
+
+#[test]
 fn filter_limits_flags_and_records() {
     let long = "x".repeat(500);
     let line = format!(
