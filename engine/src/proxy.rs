@@ -1876,25 +1876,11 @@ mod tests {
     /// The client's lines after `server` is read with `pending` calls (ids)
     /// waiting, one parsed value per line.
     fn client_sees(pending: &[&[u8]], server: &str) -> Vec<serde_json::Value> {
-        let out = SharedBuf::default();
-        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
-        for id in pending {
-            lock(&shared.pending).insert(
-                id.to_vec(),
-                Pending {
-                    method: Method::ToolsCall("plain".into()),
-                    cancelled: false,
-                    modern: false,
-                    task: false,
-                },
-            );
-        }
-        server_to_client(&shared, server.as_bytes());
-        let got = lock(&out.0).clone();
-        got.split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| serde_json::from_slice(l).unwrap_or(serde_json::Value::Null))
-            .collect()
+        let calls: Vec<(&[u8], Method)> = pending
+            .iter()
+            .map(|id| (*id, call_method("plain")))
+            .collect();
+        answers_for(&calls, server)
     }
 
     /// What the client gets for `server`'s output while the given requests
