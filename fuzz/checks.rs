@@ -27,6 +27,7 @@
 #![allow(dead_code)]
 
 use arbitrary::{Arbitrary, Unstructured};
+use resultbudget::framing;
 use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
 use resultbudget::proxy::{relay_session, ProxyConfig, SplitReads};
@@ -974,7 +975,7 @@ pub fn proxy_one(data: &[u8]) {
     };
     let bare_lines = lines_of(&client)
         .iter()
-        .filter(|l| first_content(l).is_some_and(|b| b != b'{'))
+        .filter(|l| framing::first_content(l).is_some_and(|b| b != b'{'))
         .count();
     // A result the proxy wrote (cut, or its own) fits the result budget
     // (the inventory's rows go up to 3,000 bytes).
@@ -1030,7 +1031,7 @@ pub fn proxy_one(data: &[u8]) {
     for s in served
         .iter()
         .take(whole_lines)
-        .filter(|s| readable(s) && first_content(s) == Some(b'{'))
+        .filter(|s| readable(s) && framing::first_content(s) == Some(b'{'))
     {
         let doc = parse(s);
         // A line whose top-level `id`, `result` or `error` comes twice is
@@ -1040,9 +1041,7 @@ pub fn proxy_one(data: &[u8]) {
             .members()
             .unwrap_or(&[])
             .iter()
-            .map(|(k, _)| {
-                serde_json::from_slice(&lone_as_replacement(k.raw(s))).unwrap_or_default()
-            })
+            .map(|(k, _)| decode_key(k, s))
             .collect();
         if [&b"id"[..], b"result", b"error"]
             .iter()
@@ -1058,10 +1057,7 @@ pub fn proxy_one(data: &[u8]) {
         let trimmed: Option<Vec<u8>> = doc.members().map(|m| {
             let kept: Vec<Vec<u8>> = m
                 .iter()
-                .filter(|(k, _)| {
-                    ["jsonrpc", "id", "method", "params", "result", "error"]
-                        .contains(&decode_key(k, s).as_str())
-                })
+                .filter(|(k, _)| JSONRPC_MEMBERS.contains(&decode_key(k, s).as_str()))
                 .map(|(k, v)| [minify(s, k), b":".to_vec(), minify(s, v)].concat())
                 .collect();
             [b"{".to_vec(), kept.join(&b","[..]), b"}".to_vec()].concat()
@@ -2664,10 +2660,7 @@ pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
     // The envelope: the members JSON-RPC defines, in the same order; every
     // one but `result` and `error` unchanged, and the rest dropped (keys by
     // value, as the projector reads them).
-    let defined = |k: &Node, d: &[u8]| {
-        ["jsonrpc", "id", "method", "params", "result", "error"]
-            .contains(&decode_key(k, d).as_str())
-    };
+    let defined = |k: &Node, d: &[u8]| JSONRPC_MEMBERS.contains(&decode_key(k, d).as_str());
     let kept: Vec<&(Node, Node)> = im.iter().filter(|(k, _)| defined(k, doc)).collect();
     assert_eq!(
         kept.len(),
@@ -2694,12 +2687,9 @@ pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
     }
 }
 
-/// The first byte of a line that is not whitespace.
-fn first_content(l: &[u8]) -> Option<u8> {
-    l.iter()
-        .copied()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-}
+/// The members JSON-RPC defines in a message's envelope; a tool answer keeps
+/// no other.
+const JSONRPC_MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
 
 /// A key's value (lone surrogates read as U+FFFD).
 fn decode_key(k: &Node, doc: &[u8]) -> String {

@@ -316,9 +316,9 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     let mut out_bytes = 0u64;
     let mut streamed = false;
     p.begin(Treat::ToolResult(call.clone()));
-    let mut blank = true;
-    // The line's first byte that is not whitespace, and whether that makes
-    // it something other than one message (a batch, a bare value).
+    // The line's first byte that is not whitespace (`None`: a blank line so
+    // far), and whether that makes it something other than one message (a
+    // batch, a bare value).
     let mut first: Option<u8> = None;
     let mut not_message = false;
     loop {
@@ -332,9 +332,6 @@ pub fn run_filter(args: FilterArgs) -> u8 {
         match ev {
             crate::framing::Piece::Data(bytes) => {
                 in_bytes += bytes.len() as u64;
-                if blank && crate::framing::has_content(bytes) {
-                    blank = false;
-                }
                 if first.is_none() {
                     first = crate::framing::first_content(bytes);
                     // A batch's results would pass unbudgeted (the projector
@@ -378,7 +375,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
             }
             crate::framing::Piece::End | crate::framing::Piece::Eof { partial: true } => {
                 line_no += 1;
-                if blank {
+                if first.is_none() {
                     out.clear();
                 } else {
                     if !failed {
@@ -432,7 +429,6 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 }
                 out.clear();
                 failed = false;
-                blank = true;
                 first = None;
                 not_message = false;
                 in_bytes = 0;

@@ -6,7 +6,7 @@ use std::io::Read;
 /// Whether `bytes` hold something other than the whitespace a blank line may
 /// carry (spaces, tabs, a CR before the newline).
 pub fn has_content(bytes: &[u8]) -> bool {
-    bytes.iter().any(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+    first_content(bytes).is_some()
 }
 
 /// The first byte of `bytes` that is not such whitespace.

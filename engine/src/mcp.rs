@@ -314,6 +314,16 @@ enum Act {
     Omit,
 }
 
+/// Bits of [`Projector`]'s `envelope_keys`: the top-level keys read.
+struct Envelope;
+
+impl Envelope {
+    const METHOD: u8 = 1;
+    const ID: u8 = 2;
+    const RESULT: u8 = 4;
+    const ERROR: u8 = 8;
+}
+
 /// Why the driver asked the tokenizer to skip.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DSkip {
@@ -397,13 +407,10 @@ pub struct Projector {
     id_mark: Option<u64>,
     id_hold: bool,
     id: Vec<u8>,
-    /// The message has a top-level `method`: a request or a notification.
-    has_method: bool,
-    /// A top-level `result` or `error` key was read.
-    has_answer: bool,
-    /// Top-level `id`, `result` and `error` keys read (bits 0, 1, 2).
-    answer_keys: u8,
-    /// The first of those read a second time.
+    /// The top-level keys read of those the envelope's kind hangs on
+    /// ([`Envelope`]'s bits).
+    envelope_keys: u8,
+    /// The first of `id`, `result` and `error` read a second time.
     repeated: Option<&'static str>,
     /// Envelope members dropped as [`Act::Omit`].
     omitted_members: u64,
@@ -467,9 +474,7 @@ impl Projector {
             id_mark: None,
             id_hold: false,
             id: Vec::with_capacity(64),
-            has_method: false,
-            has_answer: false,
-            answer_keys: 0,
+            envelope_keys: 0,
             repeated: None,
             omitted_members: 0,
             block_hold: false,
@@ -535,9 +540,7 @@ impl Projector {
         self.id_mark = None;
         self.id_hold = false;
         self.id.clear();
-        self.has_method = false;
-        self.has_answer = false;
-        self.answer_keys = 0;
+        self.envelope_keys = 0;
         self.repeated = None;
         self.omitted_members = 0;
         self.block_hold = false;
@@ -561,13 +564,13 @@ impl Projector {
     /// Whether the message has a top-level `method` (so far): a request or a
     /// notification, whose `id` (if any) is its sender's, not an answer's.
     pub fn has_method(&self) -> bool {
-        self.has_method
+        self.envelope_keys & Envelope::METHOD != 0
     }
 
     /// Whether the message has a top-level `result` or `error` key (so far):
     /// it began as an answer, even if it breaks before its `id`.
     pub fn has_answer(&self) -> bool {
-        self.has_answer
+        self.envelope_keys & (Envelope::RESULT | Envelope::ERROR) != 0
     }
 
     /// The first of the top-level keys `id`, `result` and `error` that the
@@ -885,22 +888,18 @@ impl Projector {
         let key_ok = !self.lex.key_overflowed();
         if level == Level::Envelope {
             let (bit, name) = match self.lex.key() {
-                b"method" => {
-                    self.has_method = true;
-                    (0, "")
-                }
-                b"id" => (1, "id"),
-                b"result" => (2, "result"),
-                b"error" => (4, "error"),
+                b"method" => (Envelope::METHOD, "method"),
+                b"id" => (Envelope::ID, "id"),
+                b"result" => (Envelope::RESULT, "result"),
+                b"error" => (Envelope::ERROR, "error"),
                 _ => (0, ""),
             };
-            if bit & (2 | 4) != 0 {
-                self.has_answer = true;
-            }
-            if self.answer_keys & bit != 0 && self.repeated.is_none() {
+            // (`method` only tells a request from an answer: a second one
+            // changes nothing here.)
+            if self.envelope_keys & bit & !Envelope::METHOD != 0 && self.repeated.is_none() {
                 self.repeated = Some(name);
             }
-            self.answer_keys |= bit;
+            self.envelope_keys |= bit;
         }
         self.path.push_key(self.lex.key(), key_ok);
         let act = if key_ok {

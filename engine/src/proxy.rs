@@ -282,7 +282,14 @@ impl PendingSet {
             return;
         };
         let id = key.as_slice();
-        let Some(p) = self.get(id).filter(|p| !p.cancelled).cloned() else {
+        // (By its key: `find` has already matched the spelling.)
+        let Some(p) = self
+            .by_id
+            .get(id)
+            .map(|e| &e.p)
+            .filter(|p| !p.cancelled)
+            .cloned()
+        else {
             return;
         };
         self.count(&p, false);
@@ -690,9 +697,9 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
     // `tools/call` later: the rest of it is not forwarded (see
     // `specs/request-guard.md`).
     let mut cut = false;
-    // Only whitespace so far (a blank line is passed on, never "broken").
-    let mut blank = true;
     // The line's first byte that is not whitespace: a message is an object.
+    // `None`: only whitespace so far (a blank line is passed on, never
+    // "broken").
     let mut first: Option<u8> = None;
     loop {
         if !reader.buffered() {
@@ -708,9 +715,6 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
         };
         match piece {
             Piece::Data(bytes) => {
-                if blank && framing::has_content(bytes) {
-                    blank = false;
-                }
                 if first.is_none() {
                     first = framing::first_content(bytes);
                 }
@@ -801,7 +805,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 let facts = guard.facts();
                 let refused_early = refused.take().is_some();
                 cut |= is_call && decided == Some(false);
-                let broken = guard.is_broken() && !blank;
+                let broken = guard.is_broken() && first.is_some();
                 let not_message = matches!(first, Some(b) if b != b'{');
                 match verdict {
                     _ if cut => {
@@ -903,7 +907,6 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 decided = None;
                 streamed = false;
                 cut = false;
-                blank = true;
                 first = None;
                 guard.reset();
                 if end {
@@ -1160,8 +1163,8 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
     // Why the line is dropped: it is not valid JSON, or it answers twice.
     let mut failed: Option<String> = None;
     let mut in_bytes: u64 = 0;
-    let mut blank = true;
-    // The line's first byte that is not whitespace: a message is an object.
+    // The line's first byte that is not whitespace: a message is an object
+    // (`None`: a blank line so far).
     let mut first: Option<u8> = None;
     let mut cur_treat = Treat::Pass;
     // Whole lines for the client, written when the server has nothing more
@@ -1213,9 +1216,6 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 tp.walker.set_lone_surrogates(lone);
                 tp
             });
-        }
-        if blank && framing::has_content(bytes) {
-            blank = false;
         }
         if first.is_none() {
             first = framing::first_content(bytes);
@@ -1295,6 +1295,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             continue;
         }
         // ---- end of line ----
+        let blank = first.is_none();
         if !blank && failed.is_none() {
             if let Err(e) = proj.finish(&mut line_out) {
                 failed = Some(e.to_string());
@@ -1433,7 +1434,6 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         streaming_out = false;
         failed = None;
         in_bytes = 0;
-        blank = true;
         first = None;
     }
     batch.flush(send);
