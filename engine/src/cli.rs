@@ -321,6 +321,8 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     // batch, a bare value).
     let mut first: Option<u8> = None;
     let mut not_message = false;
+    // The line's top-level `id`, `result` or `error` that came twice, if any.
+    let mut twice: Option<&'static str> = None;
     loop {
         let ev = match lines.next_piece() {
             Ok(ev) => ev,
@@ -343,27 +345,35 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                     if let Err(e) = p.feed(bytes, &mut out) {
                         failed = true;
                         eprintln!("resultbudget: line {}: {e}", line_no + 1);
-                    } else if let Some(key) = p.repeated() {
-                        // Readers keep the last of duplicate members, and each
-                        // `result` is budgeted on its own: such a line is not
-                        // one answer within the budget (`docs/proxy.md`).
-                        failed = true;
+                    }
+                }
+                if twice.is_none() {
+                    // Readers keep the last of duplicate members, and each
+                    // `result` is budgeted on its own: such a line is not
+                    // one answer within the budget (`docs/proxy.md`).
+                    twice = p.repeated();
+                    if let Some(key) = twice {
                         eprintln!(
                             "resultbudget: line {}: its top-level `{key}` comes twice",
                             line_no + 1
                         );
                     }
                 }
-                if not_message {
+                if not_message || twice.is_some() {
                     // Still read to the end (a broken one is answered as
-                    // broken), but none of it is kept.
+                    // broken, and the error names the last `id`), but none
+                    // of it is kept.
                     out.clear();
                 }
                 // A line is held so a broken one can be replaced whole; past
                 // MAX_HOLD (only without a ceiling) it streams instead, and
                 // from then on each piece goes out as soon as it is final
                 // (batching more would only stall the pipes in turn).
-                if !failed && !not_message && !out.is_empty() && (streamed || out.len() > MAX_HOLD)
+                if !failed
+                    && !not_message
+                    && twice.is_none()
+                    && !out.is_empty()
+                    && (streamed || out.len() > MAX_HOLD)
                 {
                     if stdout.write_all(&out).is_err() {
                         return 1;
@@ -384,6 +394,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                             eprintln!("resultbudget: line {line_no}: {e}");
                         }
                     }
+                    failed |= twice.is_some();
                     if failed && streamed {
                         // Part of the line is out: end it, so the next line
                         // stays a line, then answer it as a held one is.
@@ -396,12 +407,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         eprintln!(
                             "resultbudget: line {line_no}: not one JSON-RPC message (a batch, or a bare value)"
                         );
-                        crate::jsonrpc::error_line(
-                            &mut out,
-                            None,
-                            crate::jsonrpc::INVALID_REQUEST,
-                            "resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) is not forwarded",
-                        );
+                        crate::jsonrpc::not_one_message_line(&mut out);
                     } else if failed {
                         out.clear();
                         crate::jsonrpc::parse_error_line(&mut out, p.id());
@@ -431,6 +437,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 failed = false;
                 first = None;
                 not_message = false;
+                twice = None;
                 in_bytes = 0;
                 out_bytes = 0;
                 streamed = false;

@@ -556,7 +556,9 @@ impl Projector {
         &self.rec
     }
 
-    /// The raw JSON of the message's `id`, once seen.
+    /// The raw JSON of the message's `id`, once seen: of its last top-level
+    /// `id` read so far, the one a reader keeps (none if that one is longer
+    /// than 64 bytes).
     pub fn id(&self) -> Option<&[u8]> {
         (!self.id.is_empty()).then_some(self.id.as_slice())
     }
@@ -578,7 +580,9 @@ impl Projector {
     /// `result` it meets and passes each `id` on; a reader keeps the last of
     /// duplicate members, so such an answer may be read as answering another
     /// request than the first `id` says, and its output grows with each
-    /// repeated `result`. The proxy drops such a line (`docs/proxy.md`).
+    /// repeated `result`. The proxy, `filter` and the writers of
+    /// [`crate::transport`] keep none of such a line, and read it to its end
+    /// for its last `id` (`docs/proxy.md`).
     pub fn repeated(&self) -> Option<&'static str> {
         self.repeated
     }
@@ -1480,9 +1484,11 @@ impl Projector {
             Act::Descend(Level::Result) | Act::AnswerError => self.out.close_scope(0),
             Act::Id => {
                 if let Some(m) = self.id_mark.take() {
+                    // The last `id` is the one a reader keeps; one too long
+                    // to hold leaves none.
                     let bytes = self.out.tail_from(m);
+                    self.id.clear();
                     if bytes.len() <= 64 {
-                        self.id.clear();
                         self.id.extend_from_slice(bytes);
                     }
                 }

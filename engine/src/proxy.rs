@@ -1269,16 +1269,16 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
         // (which picked its treatment) names, and each `result` is budgeted on
         // its own, so the line grows with every one. No SDK writes either;
         // the line is dropped as soon as it shows it, before the repeated
-        // member's value is written on.
-        if failed.is_none() {
-            if let Some(key) = proj.repeated() {
-                failed = Some(format!("its top-level `{key}` comes twice"));
-            }
+        // member's value is written on. It is still read to its end, so its
+        // last `id` names the request answered however the reads split it.
+        if proj.repeated().is_some() {
+            line_out.clear();
         }
         // A long pass-through line is streamed on rather than held; once it
         // streams, each piece goes out as soon as it is final (batching more
         // would only make the two pipes wait on each other in turn).
         if failed.is_none()
+            && proj.repeated().is_none()
             && !end
             && !line_out.is_empty()
             && (streaming_out || line_out.len() > shared.cfg.max_hold)
@@ -1300,6 +1300,9 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             if let Err(e) = proj.finish(&mut line_out) {
                 failed = Some(e.to_string());
             }
+        }
+        if let Some(key) = proj.repeated() {
+            failed = Some(format!("its top-level `{key}` comes twice"));
         }
         if !blank {
             let id = proj
@@ -1887,6 +1890,16 @@ mod tests {
     /// (raw id, method) wait; when the output ends, each request still
     /// pending gets its error, so those show what was never answered.
     fn answers_for(pending: &[(&[u8], Method)], server: &str) -> Vec<serde_json::Value> {
+        answers_for_reads(pending, server, &[usize::MAX])
+    }
+
+    /// [`answers_for`], the server's output read in pieces of the given sizes
+    /// (in turn).
+    fn answers_for_reads(
+        pending: &[(&[u8], Method)],
+        server: &str,
+        reads: &[usize],
+    ) -> Vec<serde_json::Value> {
         let out = SharedBuf::default();
         let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
         for (id, method) in pending {
@@ -1900,7 +1913,7 @@ mod tests {
                 },
             );
         }
-        server_to_client(&shared, server.as_bytes());
+        server_to_client(&shared, SplitReads::new(server.as_bytes(), reads));
         let got = lock(&out.0).clone();
         got.split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
@@ -2002,17 +2015,23 @@ mod tests {
         );
         let twice_error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":1,"message":"a"},"error":{"code":2,"message":"b"}}"#;
         for line in [&twice_id, &many, &twice_error.to_string()] {
-            let got = answers_for(
-                &[(b"7", call_method("plain")), (b"99", Method::Other)],
-                &format!("{line}\n"),
-            );
-            // The call gets an error in its place (the ping's comes when the
-            // server's output ends).
-            assert_eq!(got.len(), 2, "{got:?}");
-            assert_eq!(got[0]["id"], 7, "{got:?}");
-            assert_eq!(got[0]["error"]["code"], jsonrpc::INTERNAL_ERROR, "{got:?}");
-            let msg = got[0]["error"]["message"].as_str().unwrap_or("");
-            assert!(msg.contains("comes twice"), "{msg}");
+            // However the reads split the line: the last `id`, which a reader
+            // keeps, names the request answered (earlier builds answered the
+            // first when a read ended before the second's value).
+            for reads in [usize::MAX, 1, 7, 100_010, 100_078] {
+                let got = answers_for_reads(
+                    &[(b"7", call_method("plain")), (b"99", Method::Other)],
+                    &format!("{line}\n"),
+                    &[reads],
+                );
+                // The call gets an error in its place (the ping's comes when
+                // the server's output ends).
+                assert_eq!(got.len(), 2, "reads of {reads}: {got:?}");
+                assert_eq!(got[0]["id"], 7, "reads of {reads}: {got:?}");
+                assert_eq!(got[0]["error"]["code"], jsonrpc::INTERNAL_ERROR, "{got:?}");
+                let msg = got[0]["error"]["message"].as_str().unwrap_or("");
+                assert!(msg.contains("comes twice"), "{msg}");
+            }
         }
         // The same id twice is still twice.
         let got = answers_for(

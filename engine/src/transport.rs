@@ -5,9 +5,11 @@
 //! in pieces of any size and write the budgeted stream to the inner writer as
 //! soon as bytes are final. Each line is treated as the next [`Treat`] says
 //! (set per message with `set_next_treat`, or the default). A line that is not
-//! valid JSON is replaced by a JSON-RPC error line (`-32700`) — the writer holds
-//! nothing larger than one chunk plus the budget of the message in progress.
-//! A line of whitespace only is dropped.
+//! valid JSON, or whose top-level `id`, `result` or `error` comes twice, is
+//! replaced by a JSON-RPC error line (`-32700`), and a line that is not one
+//! message object (a batch, a bare value) by a `-32600` line — the writer
+//! holds nothing larger than one chunk plus the budget of the message in
+//! progress. A line of whitespace only is dropped.
 //!
 //! When the inner writer fails (`WouldBlock` from a non-blocking socket, a
 //! closed pipe), nothing of the input passed to that call is taken, so the
@@ -17,7 +19,6 @@
 //! [`McpEncoder`] encodes one message per item and writes exactly what the
 //! writers write for that message as a line.
 
-use crate::error::Error;
 use crate::mcp::{McpLimits, Projector, Treat};
 use bytes::{BufMut, BytesMut};
 use std::io::{self, Write};
@@ -32,8 +33,10 @@ struct LineProjector {
     default_treat: Treat,
     next_treat: Option<Treat>,
     in_line: bool,
-    blank: bool,
-    failed: Option<Error>,
+    /// The line's first byte that is not whitespace (`None`: blank so far).
+    first: Option<u8>,
+    /// The line broke (the projector is fed no more of it).
+    failed: bool,
     /// Held output for the current line while it is not known to be valid.
     line_out: Vec<u8>,
     records: Vec<crate::record::Record>,
@@ -47,8 +50,8 @@ impl LineProjector {
             default_treat: treat,
             next_treat: None,
             in_line: false,
-            blank: true,
-            failed: None,
+            first: None,
+            failed: false,
             line_out: Vec::with_capacity(64 * 1024),
             records: Vec::new(),
             keep_records: false,
@@ -65,8 +68,8 @@ impl LineProjector {
                     .unwrap_or_else(|| self.default_treat.clone());
                 self.p.begin(treat);
                 self.in_line = true;
-                self.blank = true;
-                self.failed = None;
+                self.first = None;
+                self.failed = false;
                 self.line_out.clear();
             }
             let (piece, rest, ended) = match memchr::memchr(b'\n', input) {
@@ -78,13 +81,16 @@ impl LineProjector {
                 None => (input, &[][..], false),
             };
             input = rest;
-            if self.blank && crate::framing::has_content(piece) {
-                self.blank = false;
+            if self.first.is_none() {
+                self.first = crate::framing::first_content(piece);
             }
-            if self.failed.is_none() {
-                if let Err(e) = self.p.feed(piece, &mut self.line_out) {
-                    self.failed = Some(e);
-                }
+            if !self.failed {
+                self.failed = self.p.feed(piece, &mut self.line_out).is_err();
+            }
+            if self.discarded() {
+                // Read to its end (a broken line is answered as broken, and
+                // the error names the line's last `id`), but none of it is kept.
+                self.line_out.clear();
             }
             if ended {
                 self.end_line(out);
@@ -92,19 +98,35 @@ impl LineProjector {
         }
     }
 
+    /// The line is not one message object: a batch (an array) or a bare
+    /// value, which the projector would pass whole.
+    fn not_message(&self) -> bool {
+        matches!(self.first, Some(b) if b != b'{')
+    }
+
+    /// Nothing of the line will be kept: it is not one message, or its
+    /// top-level `id`, `result` or `error` came twice. A reader keeps the last
+    /// of duplicate members, and the projector budgets each `result` on its
+    /// own, so such a line is not one answer within its budget; it is
+    /// replaced as a broken one is (`specs/mcp-result-contract.md`).
+    fn discarded(&self) -> bool {
+        self.not_message() || self.p.repeated().is_some()
+    }
+
     fn end_line(&mut self, out: &mut Vec<u8>) {
         self.in_line = false;
-        if self.blank {
+        if self.first.is_none() {
             return;
         }
-        if self.failed.is_none() {
-            if let Err(e) = self.p.finish(&mut self.line_out) {
-                self.failed = Some(e);
-            }
+        if !self.failed {
+            self.failed = self.p.finish(&mut self.line_out).is_err();
         }
-        if self.failed.is_some() {
+        if self.failed || self.p.repeated().is_some() {
             self.line_out.clear();
             crate::jsonrpc::parse_error_line(&mut self.line_out, self.p.id());
+        } else if self.not_message() {
+            self.line_out.clear();
+            crate::jsonrpc::not_one_message_line(&mut self.line_out);
         } else if self.keep_records && self.p.record().truncated() {
             self.records.push(self.p.record().clone());
         }
@@ -312,37 +334,38 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncProjectWriter<W> {
 /// A tokio-util `Encoder` for whole JSON-RPC messages: each item is one message,
 /// and the budgeted message and a newline are appended to `dst`, exactly what
 /// the writers write for that message as a line: a message that is not valid
-/// JSON becomes a JSON-RPC error line (`-32700`, with the message's id where it
-/// was read), and an item of whitespace only writes nothing.
+/// JSON, or has a top-level `id`, `result` or `error` twice, becomes a JSON-RPC
+/// error line (`-32700`, with the message's id where it was read), one that is
+/// not one object (a batch, a bare value) a `-32600` line, and an item of
+/// whitespace only writes nothing.
 ///
 /// An item may end with one newline (it is the frame's, not the message's);
 /// an item with a newline anywhere else cannot be framed as one line, and
 /// `encode` refuses it with [`io::ErrorKind::InvalidInput`], writing nothing.
 #[derive(Debug)]
 pub struct McpEncoder {
-    p: Projector,
-    treat: Treat,
+    /// The writers' own line projector, so an item becomes what they write.
+    lp: LineProjector,
     scratch: Vec<u8>,
 }
 
 impl McpEncoder {
     pub fn new(lim: McpLimits, treat: Treat) -> Result<McpEncoder, String> {
         Ok(McpEncoder {
-            p: Projector::new(lim)?,
-            treat,
+            lp: LineProjector::new(lim, treat)?,
             scratch: Vec::with_capacity(64 * 1024),
         })
     }
 
     /// How to treat the following items.
     pub fn set_treat(&mut self, treat: Treat) {
-        self.treat = treat;
+        self.lp.default_treat = treat;
     }
 
     /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
     /// refusing the input: [`crate::tokenizer::Tokenizer::set_lone_surrogates`].
     pub fn set_lone_surrogates(&mut self, on: bool) {
-        self.p.set_lone_surrogates(on);
+        self.lp.p.set_lone_surrogates(on);
     }
 }
 
@@ -361,22 +384,13 @@ impl<T: AsRef<[u8]>> tokio_util::codec::Encoder<T> for McpEncoder {
                 ),
             ));
         }
-        if !crate::framing::has_content(msg) {
-            return Ok(());
-        }
-        self.p.begin(self.treat.clone());
         self.scratch.clear();
-        let res = self
-            .p
-            .feed(msg, &mut self.scratch)
-            .and_then(|()| self.p.finish(&mut self.scratch).map(|_| ()));
-        if res.is_err() {
-            self.scratch.clear();
-            crate::jsonrpc::parse_error_line(&mut self.scratch, self.p.id());
+        self.lp.push(msg, &mut self.scratch);
+        if self.lp.in_line {
+            self.lp.end_line(&mut self.scratch);
         }
-        dst.reserve(self.scratch.len() + 1);
+        dst.reserve(self.scratch.len());
         dst.put_slice(&self.scratch);
-        dst.put_u8(b'\n');
         Ok(())
     }
 }

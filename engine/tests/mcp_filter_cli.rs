@@ -166,6 +166,34 @@ fn an_answer_with_its_id_or_result_twice_becomes_an_error() {
     }
 }
 
+/// The answer named is the last `id`'s, however the reads fall: stdin is a
+/// file, so `filter` reads it 64 KiB at a time, and the first read ends
+/// between the second `id` and its value. Earlier builds stopped reading the
+/// line at the second `id` and named the first.
+#[test]
+fn an_answer_with_its_id_twice_names_the_last_whatever_the_reads() {
+    let head = r#"{"jsonrpc":"2.0","id":4,"result":{"content":[]},"#;
+    let key = r#""id":"#;
+    let pad = " ".repeat(64 * 1024 - head.len() - key.len());
+    let line = format!("{head}{pad}{key}5}}\n");
+    assert_eq!(line.find("5}").map(|at| at == 64 * 1024), Some(true));
+    let path = std::env::temp_dir().join(format!("rb-twice-{}.jsonl", std::process::id()));
+    std::fs::write(&path, &line).expect("write the input");
+    let file = std::fs::File::open(&path).expect("open the input");
+    let o = Command::new(BIN)
+        .arg("filter")
+        .stdin(Stdio::from(file))
+        .output()
+        .expect("run resultbudget");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(o.status.code(), Some(0));
+    let out = lines(&o.stdout);
+    assert_eq!(out.len(), 1);
+    let e = json(out[0]);
+    assert_eq!(e["id"], 5, "{e}");
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+}
+
 #[test]
 fn a_line_that_is_not_one_message_becomes_an_error() {
     // A JSON-RPC batch of answers: the projector budgets one message, so

@@ -5,7 +5,9 @@
 //! and a last line without its newline — goes through `ProjectWriter`,
 //! `AsyncProjectWriter` and `McpEncoder`. What each must write is derived
 //! the slow, obvious way: each line on its own through a `Projector`, a
-//! broken one replaced by the `-32700` line, a blank one dropped. Then:
+//! broken one or one with a top-level member twice replaced by the `-32700`
+//! line, one that is not an object (a batch, a bare value) by the `-32600`
+//! line, a blank one dropped. Then:
 //!
 //! * any split of the stream into writes gives those bytes, one byte at a
 //!   time included;
@@ -55,6 +57,35 @@ fn error_line(id: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// The line written for one that is valid JSON but not one message object.
+fn not_one_message_line() -> Vec<u8> {
+    b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32600,\"message\":\
+      \"resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) \
+      is not forwarded\"}}"
+        .to_vec()
+}
+
+/// Valid JSON that is not one answer the projector can hold to its budget:
+/// a batch and a bare value (not one object), and answers with a top-level
+/// member twice (a reader keeps the last; each `result` is budgeted alone).
+fn not_one_answer() -> Vec<Vec<u8>> {
+    let text = "0123456789abcdef".repeat(1_000);
+    let result = format!("{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}}");
+    vec![
+        format!("[{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}]").into_bytes(),
+        b" 42".to_vec(),
+        b"[{\"jsonrpc\":\"2.0\",\"id\":1},".to_vec(),
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":2{}}}",
+            format!(",\"result\":{result}").repeat(6)
+        )
+        .into_bytes(),
+        b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{},\"id\":4}".to_vec(),
+        b"{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":1,\"message\":\"a\"},\"error\":{}}"
+            .to_vec(),
+    ]
+}
+
 /// Every line of the `.jsonl` captures, then lines the captures lack.
 fn lines() -> Vec<Vec<u8>> {
     let mut files: Vec<_> = std::fs::read_dir(CAPTURES)
@@ -74,6 +105,7 @@ fn lines() -> Vec<Vec<u8>> {
         );
     }
     assert!(lines.len() >= 80, "captures found: {}", lines.len());
+    lines.extend(not_one_answer());
     let big_text = "0123456789abcdef\\n".repeat(12_000);
     lines.extend([
         format!(
@@ -99,17 +131,17 @@ fn stream(lines: &[Vec<u8>]) -> Vec<u8> {
 
 /// What one line must become: the slow, obvious twin of the writers.
 fn expected_line(p: &mut Projector, line: &[u8]) -> Option<Vec<u8>> {
-    if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
-        return None;
-    }
+    let first = line.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\r'))?;
     p.begin(treat());
     let mut out = Vec::new();
-    let ok = p.feed(line, &mut out).is_ok() && p.finish(&mut out).is_ok();
+    let ok = p.feed(line, &mut out).is_ok() && p.repeated().is_none() && p.finish(&mut out).is_ok();
     if !ok {
         let id = p.id().map_or("null".to_string(), |i| {
             String::from_utf8(i.to_vec()).expect("id")
         });
         out = error_line(&id);
+    } else if *first != b'{' {
+        out = not_one_message_line();
     }
     out.push(b'\n');
     Some(out)
@@ -624,4 +656,63 @@ fn a_treat_set_for_the_next_line_applies_to_it_alone() {
     enc.set_treat(treat());
     enc.encode(&line[..], &mut dst).expect("encode");
     assert!(dst[..] == [passed.clone(), passed, as_tool].concat()[..]);
+}
+
+/// A batch, a bare value, or an answer with a top-level member twice is not
+/// one answer the budget can hold: each writer puts the error line in its
+/// place, and never more than the budget. Earlier builds passed a batch whole
+/// (100,076 bytes of a 100 KB result through a 4 KiB budget) and budgeted
+/// each repeated `result` on its own (20 of them wrote 54,130 bytes).
+#[test]
+fn a_line_that_is_not_one_answer_is_replaced_by_every_writer() {
+    let big = "x".repeat(100_000);
+    let result = format!("{{\"content\":[{{\"type\":\"text\",\"text\":\"{big}\"}}]}}");
+    let cases = [
+        (
+            format!("[{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}]"),
+            not_one_message_line(),
+        ),
+        ("\t\"just a string\"".to_string(), not_one_message_line()),
+        ("[1,2,".to_string(), error_line("null")),
+        (
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":1{}}}",
+                format!(",\"result\":{result}").repeat(20)
+            ),
+            error_line("1"),
+        ),
+        (
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"id\":8,\"result\":{result}}}"),
+            error_line("8"),
+        ),
+    ];
+    for (line, want) in cases {
+        let want = [&want[..], b"\n"].concat();
+        let framed = [line.as_bytes(), b"\n"].concat();
+        let mut w = ProjectWriter::new(Vec::new(), limits(), treat()).expect("limits");
+        for piece in framed.chunks(997) {
+            w.write_all(piece).expect("write");
+        }
+        let got = w.finish().expect("finish");
+        assert!(got == want, "writer: {}", String::from_utf8_lossy(&got));
+        let got = runtime().block_on(async {
+            let mut w = AsyncProjectWriter::new(Vec::new(), limits(), treat()).expect("limits");
+            w.write_all(&framed).await.expect("write");
+            w.shutdown().await.expect("shutdown");
+            w.into_inner()
+        });
+        assert!(
+            got == want,
+            "async writer: {}",
+            String::from_utf8_lossy(&got)
+        );
+        let mut enc = McpEncoder::new(limits(), treat()).expect("limits");
+        let mut dst = BytesMut::new();
+        enc.encode(line.as_bytes(), &mut dst).expect("encode");
+        assert!(
+            dst[..] == want[..],
+            "encoder: {}",
+            String::from_utf8_lossy(&dst)
+        );
+    }
 }
