@@ -103,8 +103,8 @@ impl BudgetArgs {
 }
 
 /// Output of one line `filter` holds before it streams it on (only reached
-/// without a byte ceiling).
-pub const MAX_HOLD: usize = 8 * 1024 * 1024;
+/// without a byte ceiling): the writers' hold.
+pub use crate::transport::MAX_HOLD;
 
 /// Size of the chunks read from stdin.
 pub const READ_CHUNK: usize = 64 * 1024;

@@ -60,7 +60,7 @@ impl Default for ProxyConfig {
             guard: Guard::default(),
             log_level: LogLevel::Warn,
             lookahead: 1024 * 1024,
-            max_hold: 8 * 1024 * 1024,
+            max_hold: crate::transport::MAX_HOLD,
             grace: Duration::from_secs(2),
             lone_surrogates: true,
         }

@@ -7,9 +7,11 @@
 //! (set per message with `set_next_treat`, or the default). A line that is not
 //! valid JSON, or whose top-level `id`, `result` or `error` comes twice, is
 //! replaced by a JSON-RPC error line (`-32700`), and a line that is not one
-//! message object (a batch, a bare value) by a `-32600` line — the writer
-//! holds nothing larger than one chunk plus the budget of the message in
-//! progress. A line of whitespace only is dropped.
+//! message object (a batch, a bare value) by a `-32600` line. The writer
+//! holds nothing larger than one chunk plus the output of the message in
+//! progress, which is bounded by its budget, or, for a message without a byte
+//! ceiling, by [`MAX_HOLD`]: past that it streams on. A line of whitespace
+//! only is dropped.
 //!
 //! When the inner writer fails (`WouldBlock` from a non-blocking socket, a
 //! closed pipe), nothing of the input passed to that call is taken, so the
@@ -17,7 +19,8 @@
 //! not accepted yet stays pending and goes first on the next call.
 //!
 //! [`McpEncoder`] encodes one message per item and writes exactly what the
-//! writers write for that message as a line.
+//! writers write for that message as a line (but that it holds a message's
+//! output to its end, however long: a broken one is replaced whole).
 
 use crate::mcp::{McpLimits, Projector, Treat};
 use bytes::{BufMut, BytesMut};
@@ -25,6 +28,18 @@ use std::io::{self, Write};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::AsyncWrite;
+
+/// Output of one line the writers hold before they stream it on: the
+/// default of `set_max_hold`, and `filter`'s hold.
+///
+/// A line is held so that a broken one can be replaced whole; with a byte
+/// ceiling (every tool result under the default limits) its output never
+/// gets here. A line without one (`Treat::Pass`, or budgets off) would
+/// otherwise be held whole, however long: past this much of its output it
+/// streams on instead, and should it break after that, what went out is ended
+/// with a newline and the error line follows. Bounds the writer's memory for
+/// one line; does not bound the output, which is the budget's to do.
+pub const MAX_HOLD: usize = 8 * 1024 * 1024;
 
 /// Line splitting + projection, shared by the writers.
 #[derive(Debug)]
@@ -39,6 +54,10 @@ struct LineProjector {
     failed: bool,
     /// Held output for the current line while it is not known to be valid.
     line_out: Vec<u8>,
+    /// Output of a line held before it streams on (see [`MAX_HOLD`]).
+    max_hold: usize,
+    /// Part of the current line has gone to the output.
+    streamed: bool,
     records: Vec<crate::record::Record>,
     keep_records: bool,
 }
@@ -53,6 +72,8 @@ impl LineProjector {
             first: None,
             failed: false,
             line_out: Vec::with_capacity(64 * 1024),
+            max_hold: MAX_HOLD,
+            streamed: false,
             records: Vec::new(),
             keep_records: false,
         })
@@ -70,6 +91,7 @@ impl LineProjector {
                 self.in_line = true;
                 self.first = None;
                 self.failed = false;
+                self.streamed = false;
                 self.line_out.clear();
             }
             let (piece, rest, ended) = match memchr::memchr(b'\n', input) {
@@ -91,6 +113,16 @@ impl LineProjector {
                 // Read to its end (a broken line is answered as broken, and
                 // the error names the line's last `id`), but none of it is kept.
                 self.line_out.clear();
+            }
+            if !self.failed
+                && !self.line_out.is_empty()
+                && (self.streamed || self.line_out.len() > self.max_hold)
+            {
+                // Past the hold (only a line without a byte ceiling gets
+                // there) the line streams on, each piece as it is final.
+                out.extend_from_slice(&self.line_out);
+                self.line_out.clear();
+                self.streamed = true;
             }
             if ended {
                 self.end_line(out);
@@ -123,6 +155,11 @@ impl LineProjector {
         }
         if self.failed || self.p.repeated().is_some() {
             self.line_out.clear();
+            if self.streamed {
+                // Part of the line is out: end it, so the next line stays a
+                // line, then answer it as a held one is.
+                self.line_out.push(b'\n');
+            }
             crate::jsonrpc::parse_error_line(&mut self.line_out, self.p.id());
         } else if self.not_message() {
             self.line_out.clear();
@@ -139,8 +176,9 @@ impl LineProjector {
 /// Newline-delimited JSON-RPC in, budgeted JSON-RPC out to `W`.
 ///
 /// Output of a line is written once the line is complete (it is bounded by the
-/// budget, and a broken line must be replaced whole). Call [`ProjectWriter::finish`]
-/// at the end to flush a last line without a newline.
+/// budget, and a broken line must be replaced whole), or, past [`MAX_HOLD`]
+/// of it, as it is final. Call [`ProjectWriter::finish`] at the end to flush
+/// a last line without a newline.
 #[derive(Debug)]
 pub struct ProjectWriter<W: Write> {
     inner: W,
@@ -179,6 +217,12 @@ impl<W: Write> ProjectWriter<W> {
     /// How to treat the next line that starts.
     pub fn set_next_treat(&mut self, treat: Treat) {
         self.lp.next_treat = Some(treat);
+    }
+
+    /// Hold at most `bytes` of a line's output before streaming it on
+    /// ([`MAX_HOLD`] by default, which says what it bounds).
+    pub fn set_max_hold(&mut self, bytes: usize) {
+        self.lp.max_hold = bytes;
     }
 
     /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
@@ -254,6 +298,12 @@ impl<W: AsyncWrite + Unpin> AsyncProjectWriter<W> {
 
     pub fn set_next_treat(&mut self, treat: Treat) {
         self.lp.next_treat = Some(treat);
+    }
+
+    /// Hold at most `bytes` of a line's output before streaming it on
+    /// ([`MAX_HOLD`] by default, which says what it bounds).
+    pub fn set_max_hold(&mut self, bytes: usize) {
+        self.lp.max_hold = bytes;
     }
 
     /// Read a lone surrogate escape (`"\\ud83d"`) as U+FFFD instead of
@@ -351,8 +401,12 @@ pub struct McpEncoder {
 
 impl McpEncoder {
     pub fn new(lim: McpLimits, treat: Treat) -> Result<McpEncoder, String> {
+        let mut lp = LineProjector::new(lim, treat)?;
+        // An item is whole in the caller's memory already: its output is
+        // held to the end, so a broken one is always replaced whole.
+        lp.max_hold = usize::MAX;
         Ok(McpEncoder {
-            lp: LineProjector::new(lim, treat)?,
+            lp,
             scratch: Vec::with_capacity(64 * 1024),
         })
     }

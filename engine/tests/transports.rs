@@ -716,3 +716,77 @@ fn a_line_that_is_not_one_answer_is_replaced_by_every_writer() {
         );
     }
 }
+
+/// A line without a byte ceiling (here `Treat::Pass`) is held only up to the
+/// hold, then streams on: a writer in front of a 3 MB pass-through message
+/// holds about 1 MiB of it, not all of it (earlier builds held every line
+/// whole). A line that breaks after it streamed is ended, and the error line
+/// follows, as `filter` does; the next line is untouched. However the writes
+/// split the input.
+#[test]
+fn a_line_without_a_ceiling_streams_on_past_the_hold() {
+    const HOLD: usize = 1 << 20;
+    let text = "0123456789abcdef".repeat(3 << 16);
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":40,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+    );
+    let broken = long
+        .replace("\"id\":40", "\"id\":41")
+        .replace("]}}", "],tru}}");
+    let next = r#"{"jsonrpc":"2.0","id":42,"result":{"content":[]}}"#;
+    let input = format!("{long}\n{broken}\n{next}\n").into_bytes();
+    let check = |got: &[u8], how: &str| {
+        let out: Vec<&[u8]> = got.split(|&b| b == b'\n').collect();
+        assert_eq!(out.len(), 5, "{how}");
+        assert!(
+            out[0] == long.as_bytes(),
+            "{how}: the long line passes whole"
+        );
+        assert!(
+            out[1].len() > HOLD,
+            "{how}: {} bytes streamed",
+            out[1].len()
+        );
+        assert!(broken.as_bytes().starts_with(out[1]), "{how}");
+        assert!(out[1].len() < broken.len(), "{how}");
+        assert_eq!(out[2], &error_line("41")[..], "{how}");
+        assert_eq!(out[3], next.as_bytes(), "{how}");
+        assert!(out[4].is_empty(), "{how}");
+    };
+    let mut rng = Rng(0x5eed_0007);
+    for round in 0..6 {
+        let cuts = random_cuts(&mut rng, input.len(), [1000, 70_000, 1 << 20][round % 3]);
+        let sink = Shared::default();
+        let mut w = ProjectWriter::new(sink.clone(), limits(), Treat::Pass).expect("limits");
+        w.set_max_hold(HOLD);
+        let mut last = 0;
+        for &c in cuts.iter().chain(std::iter::once(&input.len())) {
+            w.write_all(&input[last..c]).expect("write");
+            // What is held is at most the hold and the piece just written.
+            let held = c - sink.0.borrow().len().min(c);
+            assert!(
+                held <= HOLD + (c - last) + 64,
+                "round {round}: {held} bytes held"
+            );
+            last = c;
+        }
+        w.finish().expect("finish");
+        check(&sink.0.borrow(), &format!("writer, round {round}"));
+    }
+    let got = runtime().block_on(async {
+        let mut w = AsyncProjectWriter::new(Vec::new(), limits(), Treat::Pass).expect("limits");
+        w.set_max_hold(HOLD);
+        for piece in input.chunks(65_536) {
+            w.write_all(piece).await.expect("write");
+        }
+        w.shutdown().await.expect("shutdown");
+        w.into_inner()
+    });
+    check(&got, "async writer");
+    // The encoder holds an item's output to its end: the broken one is
+    // replaced whole.
+    let mut enc = McpEncoder::new(limits(), Treat::Pass).expect("limits");
+    let mut dst = BytesMut::new();
+    enc.encode(broken.as_bytes(), &mut dst).expect("encode");
+    assert!(dst[..] == [&error_line("41")[..], b"\n"].concat()[..]);
+}
