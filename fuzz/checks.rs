@@ -32,6 +32,7 @@ use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
 use resultbudget::proxy::{relay_session, ProxyConfig, SplitReads};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
+use resultbudget::transport::ProjectWriter;
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
 use serde::Deserialize;
 use serde_json::Value;
@@ -806,7 +807,9 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
                 result.push(member("isError", b"true"));
             }
             let result = object(g, result);
-            object(g, vec![rpc, member("id", &id), member("result", &result)])
+            let envelope = vec![rpc, member("id", &id), member("result", &result)];
+            let envelope = twice(g, envelope);
+            object(g, envelope)
         }
         4 => {
             let message = gen_string(g);
@@ -814,7 +817,9 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
                 g,
                 vec![member("code", b"-32000"), member("message", &message)],
             );
-            object(g, vec![rpc, member("id", &id), member("error", &err)])
+            let envelope = vec![rpc, member("id", &id), member("error", &err)];
+            let envelope = twice(g, envelope);
+            object(g, envelope)
         }
         5 => {
             let result = if g.flag() {
@@ -846,7 +851,22 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
             [&b"debug: working"[..], b"{'status': 'ok'}", b"", b"[1,2"][g.pick(4) as usize].to_vec()
         }
     };
+    // Rarely a batch of it: not one message.
+    let line = if g.pick(32) == 0 {
+        [&b"["[..], &line, b"]"].concat()
+    } else {
+        line
+    };
     maybe_cut(g, line)
+}
+
+/// Rarely a second `id` (another or the same) among an answer's members: a
+/// reader keeps the last of duplicate members.
+fn twice(g: &mut Gen, mut envelope: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    if g.pick(8) == 0 {
+        envelope.push(member("id", gen_id(g).as_bytes()));
+    }
+    envelope
 }
 
 /// Sometimes the line cut short, as a broken writer leaves it.
@@ -1014,8 +1034,9 @@ pub fn proxy_one(data: &[u8]) {
     // Every server line the proxy can read reaches the client once, in
     // order: unchanged but for insignificant whitespace, or, an answer, as
     // the answer with the same id (budgeted). A line it cannot read, or that
-    // names its id, result or error twice, is never forwarded (its call may get an error of the proxy's own). Nothing else
-    // reaches the client but the proxy's own errors and refusals.
+    // is not one answer (`not_one_answer`), is never forwarded (its call may
+    // get an error of the proxy's own). Nothing else reaches the client but
+    // the proxy's own errors and refusals.
     let readable = |l: &[u8]| {
         let read = lone_as_replacement(l);
         !is_blank(l)
@@ -1034,8 +1055,9 @@ pub fn proxy_one(data: &[u8]) {
         .filter(|s| readable(s) && framing::first_content(s) == Some(b'{'))
     {
         let doc = parse(s);
-        // A line whose top-level `id`, `result` or `error` comes twice is
-        // dropped as an unreadable one is (`docs/proxy.md`).
+        // A line whose top-level `id`, `result` or `error` comes twice, or
+        // with both a `result` and an `error`, is dropped as an unreadable
+        // one is (`docs/proxy.md`).
         // (Keys by value: `"i\u0064"` is `id` to every reader.)
         let keys: Vec<String> = doc
             .members()
@@ -1043,10 +1065,7 @@ pub fn proxy_one(data: &[u8]) {
             .iter()
             .map(|(k, _)| decode_key(k, s))
             .collect();
-        if [&b"id"[..], b"result", b"error"]
-            .iter()
-            .any(|k| keys.iter().filter(|d| d.as_bytes() == *k).count() > 1)
-        {
+        if not_one_answer(&keys) {
             continue;
         }
         let want = minify(s, &doc);
@@ -2489,9 +2508,30 @@ fn mcp_doc<'a>(cfg: &McpCfg, body: &'a [u8]) -> Vec<u8> {
     if g.pick(8) == 0 {
         env.push(("extra", Box::new(|g: &mut Gen| g.value(1))));
     }
+    if g.pick(8) == 0 {
+        // A JSON-RPC error, beside the result or (drawn twice) in its place.
+        env.push(("error", Box::new(|g: &mut Gen| g.value(2))));
+    }
+    if g.pick(16) == 0 {
+        // A member a reader keeps the last of, twice.
+        match g.pick(3) {
+            0 => env.push(("id", Box::new(|g: &mut Gen| g.number()))),
+            1 => env.push(("result", Box::new(|g: &mut Gen| g.value(2)))),
+            _ => env.push(("error", Box::new(|g: &mut Gen| g.value(1)))),
+        }
+    }
     g.shuffle(&mut env);
     g.sp();
-    g.members(env);
+    match g.pick(32) {
+        // Not one message: a batch of it, or a bare value.
+        0 => {
+            g.out.push(b'[');
+            g.members(env);
+            g.out.push(b']');
+        }
+        1 => g.value(2),
+        _ => g.members(env),
+    }
     g.sp();
     g.out
 }
@@ -2570,6 +2610,7 @@ pub fn mcp_one(data: &[u8]) {
         _ => assert_eq!(whole.res, split.res, "split at {points:?}: verdicts differ"),
     }
     check_mcp(&doc, lim, &treat, &whole);
+    check_writer(&doc, lim, &treat, &cfg.splits[..n], &whole);
     // Lone surrogates, as for the generic budget (`check_lone_budget`).
     let lone = unpair(&doc);
     let points = split_points(lone.len(), &cfg.splits[..n]);
@@ -2598,6 +2639,87 @@ pub fn mcp_one(data: &[u8]) {
             "lone surrogates at {points:?}: verdicts differ"
         ),
     }
+}
+
+/// The library's writer (`transport::ProjectWriter`) on `doc` as one line
+/// (a raw newline in it made a space), written in the pieces `splits` make:
+/// one line out, valid JSON. A valid object whose top-level `id`, `result`
+/// and `error` (keys by value) come once each gives the projection of
+/// [`run_mcp`] itself; one with any of them twice, the `-32700` line naming
+/// its last `id`; valid JSON that is not an object, the `-32600` line with a
+/// null id; anything else the projector refuses, the `-32700` line
+/// (`docs/library.md`).
+pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], whole: &McpRun) {
+    let line: Vec<u8> = doc
+        .iter()
+        .map(|&b| if b == b'\n' { b' ' } else { b })
+        .collect();
+    let relined;
+    let whole = if line == doc {
+        whole
+    } else {
+        relined = run_mcp(lim, treat, &[&line]);
+        &relined
+    };
+    let mut w = ProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
+    let points = split_points(line.len(), splits);
+    for c in chunks(&line, &points) {
+        std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
+    }
+    std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
+    let got = w.finish().expect("a Vec takes every byte");
+    let Some(first) = framing::first_content(&line) else {
+        assert!(got.is_empty(), "a blank line wrote {:?}", show(&got));
+        return;
+    };
+    let Some(out) = got.strip_suffix(b"\n").filter(|o| !o.contains(&b'\n')) else {
+        panic!("not one line out: {:?}", show(&got));
+    };
+    let Some(v) = value_unbounded(out) else {
+        panic!("the writer's line is not JSON: {:?}", show(out));
+    };
+    let code = &v["error"]["code"];
+    let valid = reference(&line, DEFAULT_NESTING as usize) == Some(true);
+    if !valid || whole.res.is_err() {
+        assert_eq!(code, -32700, "refused input: {:?}", show(out));
+        return;
+    }
+    if first != b'{' {
+        assert_eq!(code, -32600, "not an object: {:?}", show(out));
+        assert!(v["id"].is_null(), "{:?}", show(out));
+        return;
+    }
+    let tree = parse(&line);
+    let members = tree.members().unwrap_or(&[]);
+    let keys: Vec<String> = members.iter().map(|(k, _)| decode_key(k, &line)).collect();
+    if not_one_answer(&keys) {
+        assert_eq!(code, -32700, "not one answer: {:?}", show(out));
+        // The last `id`, as readers keep it (none held past 64 bytes).
+        let last_id = keys
+            .iter()
+            .zip(members)
+            .filter(|(k, _)| *k == "id")
+            .map(|(_, (_, v))| v)
+            .next_back();
+        if let Some(id) = last_id {
+            let raw = id.raw(&line);
+            if !matches!(id.kind, Kind::Arr(_) | Kind::Obj(_)) {
+                let want = if raw.len() <= 64 {
+                    value_unbounded(&lone_as_replacement(raw)).expect("a valid id")
+                } else {
+                    Value::Null
+                };
+                assert_eq!(v["id"], want, "the error names another id: {:?}", show(out));
+            }
+        }
+        return;
+    }
+    assert!(
+        out == whole.out,
+        "the writer differs from the projection:\n{:?}\n{:?}",
+        show(out),
+        show(&whole.out)
+    );
 }
 
 const STANDARD_FIELDS: &[&[u8]] = &[
@@ -2659,16 +2781,30 @@ pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
     };
     // The envelope: the members JSON-RPC defines, in the same order; every
     // one but `result` and `error` unchanged, and the rest dropped (keys by
-    // value, as the projector reads them).
+    // value, as the projector reads them); of more than one `result` or
+    // `error`, only the first is kept.
     let defined = |k: &Node, d: &[u8]| JSONRPC_MEMBERS.contains(&decode_key(k, d).as_str());
-    let kept: Vec<&(Node, Node)> = im.iter().filter(|(k, _)| defined(k, doc)).collect();
+    let mut answered = false;
+    let kept: Vec<&(Node, Node)> = im
+        .iter()
+        .filter(|(k, _)| defined(k, doc))
+        .filter(|(k, _)| {
+            let answer = matches!(decode_key(k, doc).as_str(), "result" | "error");
+            let second = answer && answered;
+            answered |= answer;
+            !second
+        })
+        .collect();
     assert_eq!(
         kept.len(),
         om.len(),
         "envelope members were added or dropped"
     );
-    let results = im.iter().filter(|(k, _)| decode_key(k, doc) == "result");
-    let single = results.count() == 1;
+    // (The record counts what was cut in an `error` too, which a record
+    // written in the result before it cannot.)
+    let keys: Vec<String> = im.iter().map(|(k, _)| decode_key(k, doc)).collect();
+    let single =
+        keys.iter().filter(|k| *k == "result").count() == 1 && !keys.iter().any(|k| k == "error");
     for ((ik, iv), (ok, ov)) in kept.into_iter().zip(om) {
         assert_eq!(ik.raw(doc), ok.raw(out), "envelope keys differ");
         if decode_key(ik, doc) == "result" {
@@ -2690,6 +2826,15 @@ pub fn check_mcp(doc: &[u8], lim: McpLimits, treat: &Treat, run: &McpRun) {
 /// The members JSON-RPC defines in a message's envelope; a tool answer keeps
 /// no other.
 const JSONRPC_MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
+/// Whether top-level members with these keys (by value) are not one answer
+/// (`Projector::repeated`): an `id` twice, or more than one `result` and
+/// `error` together. A reader keeps the last of duplicate members, and the
+/// projector budgets each `result` and `error` on its own.
+fn not_one_answer(keys: &[String]) -> bool {
+    let count = |key: &str| keys.iter().filter(|k| *k == key).count();
+    count("id") > 1 || count("result") + count("error") > 1
+}
 
 /// A key's value (lone surrogates read as U+FFFD).
 fn decode_key(k: &Node, doc: &[u8]) -> String {

@@ -321,8 +321,8 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     // batch, a bare value).
     let mut first: Option<u8> = None;
     let mut not_message = false;
-    // The line's top-level `id`, `result` or `error` that came twice, if any.
-    let mut twice: Option<&'static str> = None;
+    // Why the line is not one answer (`Projector::repeated`), if it is not.
+    let mut ambiguous: Option<&'static str> = None;
     loop {
         let ev = match lines.next_piece() {
             Ok(ev) => ev,
@@ -347,19 +347,16 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         eprintln!("resultbudget: line {}: {e}", line_no + 1);
                     }
                 }
-                if twice.is_none() {
+                if ambiguous.is_none() {
                     // Readers keep the last of duplicate members, and each
                     // `result` is budgeted on its own: such a line is not
                     // one answer within the budget (`docs/proxy.md`).
-                    twice = p.repeated();
-                    if let Some(key) = twice {
-                        eprintln!(
-                            "resultbudget: line {}: its top-level `{key}` comes twice",
-                            line_no + 1
-                        );
+                    ambiguous = p.repeated();
+                    if let Some(what) = ambiguous {
+                        eprintln!("resultbudget: line {}: {what}", line_no + 1);
                     }
                 }
-                if not_message || twice.is_some() {
+                if not_message || ambiguous.is_some() {
                     // Still read to the end (a broken one is answered as
                     // broken, and the error names the last `id`), but none
                     // of it is kept.
@@ -371,7 +368,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 // (batching more would only stall the pipes in turn).
                 if !failed
                     && !not_message
-                    && twice.is_none()
+                    && ambiguous.is_none()
                     && !out.is_empty()
                     && (streamed || out.len() > MAX_HOLD)
                 {
@@ -394,7 +391,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                             eprintln!("resultbudget: line {line_no}: {e}");
                         }
                     }
-                    failed |= twice.is_some();
+                    failed |= ambiguous.is_some();
                     if failed && streamed {
                         // Part of the line is out: end it, so the next line
                         // stays a line, then answer it as a held one is.
@@ -437,7 +434,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 failed = false;
                 first = None;
                 not_message = false;
-                twice = None;
+                ambiguous = None;
                 in_bytes = 0;
                 out_bytes = 0;
                 streamed = false;

@@ -410,7 +410,8 @@ pub struct Projector {
     /// The top-level keys read of those the envelope's kind hangs on
     /// ([`Envelope`]'s bits).
     envelope_keys: u8,
-    /// The first of `id`, `result` and `error` read a second time.
+    /// Why the message is not one answer, from the member that showed it:
+    /// `id`, `result` or `error` a second time, or both `result` and `error`.
     repeated: Option<&'static str>,
     /// Envelope members dropped as [`Act::Omit`].
     omitted_members: u64,
@@ -575,14 +576,19 @@ impl Projector {
         self.envelope_keys & (Envelope::RESULT | Envelope::ERROR) != 0
     }
 
-    /// The first of the top-level keys `id`, `result` and `error` that the
-    /// message has had twice (so far), if any. The projector budgets each
-    /// `result` it meets and passes each `id` on; a reader keeps the last of
-    /// duplicate members, so such an answer may be read as answering another
-    /// request than the first `id` says, and its output grows with each
-    /// repeated `result`. The proxy, `filter` and the writers of
-    /// [`crate::transport`] keep none of such a line, and read it to its end
-    /// for its last `id` (`docs/proxy.md`).
+    /// Why the message is not one answer (so far), if it is not: its
+    /// top-level `id`, `result` or `error` came twice (the phrase names the
+    /// first that did), or it has both a `result` and an `error`, which
+    /// JSON-RPC forbids. A reader keeps the last of duplicate members, so
+    /// such an answer may be read as answering another request than the first
+    /// `id` says, or by another `result` than the first.
+    ///
+    /// Of a tool answer the projector keeps the first `result` or `error` and
+    /// drops the others (counted in [`Projector::omitted_members`]), so its
+    /// output stays one bounded answer (earlier builds budgeted each on its
+    /// own, so the output grew with each); every `id` passes. The proxy,
+    /// `filter` and the writers of [`crate::transport`] keep none of such a
+    /// line, and read it to its end for its last `id` (`docs/proxy.md`).
     pub fn repeated(&self) -> Option<&'static str> {
         self.repeated
     }
@@ -890,23 +896,37 @@ impl Projector {
             return;
         };
         let key_ok = !self.lex.key_overflowed();
+        // A second `result` or `error` (of either name) of the envelope.
+        let mut second_answer = false;
         if level == Level::Envelope {
-            let (bit, name) = match self.lex.key() {
-                b"method" => (Envelope::METHOD, "method"),
-                b"id" => (Envelope::ID, "id"),
-                b"result" => (Envelope::RESULT, "result"),
-                b"error" => (Envelope::ERROR, "error"),
+            let (bit, twice) = match self.lex.key() {
+                b"method" => (Envelope::METHOD, ""),
+                b"id" => (Envelope::ID, "its top-level `id` comes twice"),
+                b"result" => (Envelope::RESULT, "its top-level `result` comes twice"),
+                b"error" => (Envelope::ERROR, "its top-level `error` comes twice"),
                 _ => (0, ""),
             };
             // (`method` only tells a request from an answer: a second one
             // changes nothing here.)
-            if self.envelope_keys & bit & !Envelope::METHOD != 0 && self.repeated.is_none() {
-                self.repeated = Some(name);
+            let answer = Envelope::RESULT | Envelope::ERROR;
+            second_answer = bit & answer != 0 && self.envelope_keys & answer != 0;
+            if self.repeated.is_none() {
+                if self.envelope_keys & bit & !Envelope::METHOD != 0 {
+                    self.repeated = Some(twice);
+                } else if bit & answer != 0 && self.envelope_keys & answer != 0 {
+                    self.repeated = Some("it has both a `result` and an `error`");
+                }
             }
             self.envelope_keys |= bit;
         }
         self.path.push_key(self.lex.key(), key_ok);
-        let act = if key_ok {
+        let act = if second_answer && matches!(self.treat, Treat::ToolResult(_)) {
+            // Dropped: one answer's output is bounded by one ceiling (each
+            // `result` or `error` would get the whole of it), and a typed
+            // result's verdict has one place to go. The message is not one
+            // answer (`repeated`); its first `result` or `error` is kept.
+            Act::Omit
+        } else if key_ok {
             self.classify(level, self.lex.key())
         } else {
             match level {

@@ -143,20 +143,28 @@ fn an_answer_with_its_id_or_result_twice_becomes_an_error() {
     );
     let ids = r#"{"jsonrpc":"2.0","id":4,"result":{"content":[]},"id":5}"#;
     let errors = r#"{"jsonrpc":"2.0","id":6,"error":{"code":1,"message":"a"},"error":{"code":2,"message":"b"}}"#;
+    let both =
+        r#"{"jsonrpc":"2.0","id":8,"error":{"code":1,"message":"a"},"result":{"content":[]}}"#;
     let once = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
     let o = filter(
         &[],
-        format!("{many}\n{ids}\n{errors}\n{once}\n").into_bytes(),
+        format!("{many}\n{ids}\n{errors}\n{both}\n{once}\n").into_bytes(),
     );
     assert_eq!(o.code, 0, "stderr: {}", o.stderr);
     let out = lines(&o.stdout);
-    assert_eq!(out.len(), 4);
-    for (line, id) in [(out[0], 4), (out[1], 5), (out[2], 6)] {
+    assert_eq!(out.len(), 5);
+    for (line, id) in [(out[0], 4), (out[1], 5), (out[2], 6), (out[3], 8)] {
         let e = json(line);
         assert_eq!(e["id"], id, "{e}");
         assert_eq!(e["error"]["code"], -32700, "{e}");
     }
-    assert_eq!(out[3], once.as_bytes());
+    assert_eq!(out[4], once.as_bytes());
+    assert!(
+        o.stderr
+            .contains("line 4: it has both a `result` and an `error`"),
+        "{}",
+        o.stderr
+    );
     for key in ["result", "id", "error"] {
         assert!(
             o.stderr.contains(&format!("`{key}` comes twice")),

@@ -593,3 +593,51 @@ fn typed_tool_with_a_five_mb_result_becomes_an_error() {
     check_typed_error(&D, &input, &r, "apply", false, b"21");
     assert!(r.out.len() < 2048);
 }
+
+/// An answer with a second `result` or `error` (which no SDK writes, and
+/// whose last a reader keeps) is not one answer: the projector says so, keeps
+/// the first and drops the rest, so the output is one answer within one
+/// ceiling. Earlier builds budgeted each on its own (the output grew with
+/// each), and for a typed call over budget wrote the first `result` with no
+/// value at all (`"result":,`, found by the `mcp` fuzz target).
+#[test]
+fn a_second_result_or_error_is_dropped_and_reported() {
+    let text = "0123456789abcdef".repeat(8_000);
+    let result = format!(r#"{{"content":[{{"type":"text","text":"{text}"}}]}}"#);
+    let error = format!(r#"{{"code":-1,"message":"{text}"}}"#);
+    let lim = McpLimits {
+        max_result_bytes: 4096,
+        ..D
+    };
+    for (members, dropped) in [
+        (
+            format!(r#""result":{result},"result":{result},"result":{result}"#),
+            2,
+        ),
+        (format!(r#""result":{result},"error":{error}"#), 1),
+        (
+            format!(r#""error":{error},"result":{result},"error":{error}"#),
+            2,
+        ),
+    ] {
+        let input = format!(r#"{{"jsonrpc":"2.0",{members},"id":5}}"#);
+        for treat in [tool(), typed("t", false, Some("5"))] {
+            let r = project(lim, treat, input.as_bytes(), 0x2e5);
+            let doc = parse_valid(&r.out);
+            assert_eq!(
+                doc.count_key("result") + doc.count_key("error"),
+                1,
+                "{}",
+                s(&r.out)
+            );
+            assert!(r.out.len() <= 4096 + 64, "{} bytes", r.out.len());
+            let mut p = projector(lim);
+            p.begin(tool());
+            let mut out = Vec::new();
+            p.feed(input.as_bytes(), &mut out).expect("valid");
+            p.finish(&mut out).expect("valid");
+            assert!(p.repeated().is_some());
+            assert_eq!(p.omitted_members(), dropped);
+        }
+    }
+}

@@ -83,6 +83,8 @@ fn not_one_answer() -> Vec<Vec<u8>> {
         b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{},\"id\":4}".to_vec(),
         b"{\"jsonrpc\":\"2.0\",\"id\":5,\"error\":{\"code\":1,\"message\":\"a\"},\"error\":{}}"
             .to_vec(),
+        format!("{{\"jsonrpc\":\"2.0\",\"id\":6,\"error\":{{\"code\":1,\"message\":\"{text}\"}},\"result\":{result}}}")
+            .into_bytes(),
     ]
 }
 
@@ -684,6 +686,12 @@ fn a_line_that_is_not_one_answer_is_replaced_by_every_writer() {
         (
             format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"id\":8,\"result\":{result}}}"),
             error_line("8"),
+        ),
+        (
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{result},\"error\":{{\"code\":1,\"message\":\"{big}\"}}}}"
+            ),
+            error_line("9"),
         ),
     ];
     for (line, want) in cases {
