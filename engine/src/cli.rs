@@ -348,9 +348,9 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                     }
                 }
                 if ambiguous.is_none() {
-                    // Readers keep the last of duplicate members, and each
-                    // `result` is budgeted on its own: such a line is not
-                    // one answer within the budget (`docs/proxy.md`).
+                    // Readers keep the last of duplicate members, which
+                    // need not be the `id` or `result` the projector read
+                    // (`docs/proxy.md`).
                     ambiguous = p.repeated();
                     if let Some(what) = ambiguous {
                         eprintln!("resultbudget: line {}: {what}", line_no + 1);

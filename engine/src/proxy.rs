@@ -1264,13 +1264,14 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
                 failed = Some(e.to_string());
             }
         }
-        // A reader keeps the last of duplicate members: an answer with a
-        // second `id` may answer another request than the one its first `id`
-        // (which picked its treatment) names, and each `result` is budgeted on
-        // its own, so the line grows with every one. No SDK writes either;
-        // the line is dropped as soon as it shows it, before the repeated
-        // member's value is written on. It is still read to its end, so its
-        // last `id` names the request answered however the reads split it.
+        // Not one answer (`Projector::repeated`): a reader keeps the last of
+        // duplicate members, so an answer with a second `id` may answer
+        // another request than its first `id` (which picked its treatment)
+        // names, and one with a second `result` or `error` be read by
+        // another than the one the projector kept. No SDK writes either; the
+        // line is dropped as soon as it shows it, before the member that
+        // shows it is written on. It is still read to its end, so its last
+        // `id` names the request answered however the reads split it.
         if proj.repeated().is_some() {
             line_out.clear();
         }

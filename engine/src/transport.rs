@@ -5,7 +5,8 @@
 //! in pieces of any size and write the budgeted stream to the inner writer as
 //! soon as bytes are final. Each line is treated as the next [`Treat`] says
 //! (set per message with `set_next_treat`, or the default). A line that is not
-//! valid JSON, or whose top-level `id`, `result` or `error` comes twice, is
+//! valid JSON, or is not one answer (its top-level `id`, `result` or `error`
+//! twice, or both a `result` and an `error`: `Projector::repeated`), is
 //! replaced by a JSON-RPC error line (`-32700`), and a line that is not one
 //! message object (a batch, a bare value) by a `-32600` line. The writer
 //! holds nothing larger than one chunk plus the output of the message in
@@ -136,11 +137,10 @@ impl LineProjector {
         matches!(self.first, Some(b) if b != b'{')
     }
 
-    /// Nothing of the line will be kept: it is not one message, or its
-    /// top-level `id`, `result` or `error` came twice. A reader keeps the last
-    /// of duplicate members, and the projector budgets each `result` on its
-    /// own, so such a line is not one answer within its budget; it is
-    /// replaced as a broken one is (`specs/mcp-result-contract.md`).
+    /// Nothing of the line will be kept: it is not one message, or not one
+    /// answer ([`Projector::repeated`]: a reader keeps the last of duplicate
+    /// members, which need not be what the projector kept); it is replaced as
+    /// a broken one is (`specs/mcp-result-contract.md`).
     fn discarded(&self) -> bool {
         self.not_message() || self.p.repeated().is_some()
     }
@@ -384,8 +384,8 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for AsyncProjectWriter<W> {
 /// A tokio-util `Encoder` for whole JSON-RPC messages: each item is one message,
 /// and the budgeted message and a newline are appended to `dst`, exactly what
 /// the writers write for that message as a line: a message that is not valid
-/// JSON, or has a top-level `id`, `result` or `error` twice, becomes a JSON-RPC
-/// error line (`-32700`, with the message's id where it was read), one that is
+/// JSON, or is not one answer ([`Projector::repeated`]), becomes a JSON-RPC
+/// error line (`-32700`, with the message's last id where it was read), one that is
 /// not one object (a batch, a bare value) a `-32600` line, and an item of
 /// whitespace only writes nothing.
 ///
