@@ -321,37 +321,65 @@ impl PendingSet {
     }
 }
 
+/// A map that remembers at most `CAP` keys, the oldest forgotten first (a
+/// key seen again keeps its place and takes the new value).
+#[derive(Debug)]
+struct Remembered<K, V, const CAP: usize> {
+    by_key: HashMap<K, V>,
+    order: std::collections::VecDeque<K>,
+}
+
+impl<K, V, const CAP: usize> Default for Remembered<K, V, CAP> {
+    fn default() -> Self {
+        Remembered {
+            by_key: HashMap::new(),
+            order: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V, const CAP: usize> Remembered<K, V, CAP> {
+    fn get<Q>(&self, key: &Q) -> Option<&V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.by_key.get(key)
+    }
+
+    fn insert(&mut self, key: K, value: V) {
+        if let Some(v) = self.by_key.get_mut(&key) {
+            *v = value;
+            return;
+        }
+        if self.order.len() >= CAP {
+            if let Some(old) = self.order.pop_front() {
+                self.by_key.remove(&old);
+            }
+        }
+        self.order.push_back(key.clone());
+        self.by_key.insert(key, value);
+    }
+}
+
 /// Tasks the proxy saw created, and the tool each one runs; at most
 /// [`MAX_TASKS`], the oldest forgotten first (a `tasks/result` for a forgotten
 /// task gets the global budget, untyped, as one for a task never seen).
 /// Protects: the proxy's memory in a long session of task-augmented calls.
-#[derive(Debug, Default)]
-struct TaskTools {
-    by_task: HashMap<Vec<u8>, String>,
-    order: std::collections::VecDeque<Vec<u8>>,
-}
+type TaskTools = Remembered<Vec<u8>, String, MAX_TASKS>;
 
 const MAX_TASKS: usize = 10_000;
 
-impl TaskTools {
-    fn get(&self, task: &[u8]) -> Option<&String> {
-        self.by_task.get(task)
-    }
+/// What `tools/list` answers taught the proxy about each tool; at most
+/// [`MAX_TOOLS`] names, the oldest learned forgotten first (a call of a
+/// forgotten tool is treated as one of a tool never listed: untyped, not
+/// read-only, unless the inventory says otherwise). Protects: the proxy's
+/// memory against a server whose listings never end (every page may name
+/// 100,000 tools of up to 256 bytes, and each `list_changed` asks for more).
+/// Does not bound: a page's own names while it is read (100,000 at most).
+type ToolTable = Remembered<String, ToolFacts, MAX_TOOLS>;
 
-    fn insert(&mut self, task: Vec<u8>, tool: String) {
-        if let Some(t) = self.by_task.get_mut(&task) {
-            *t = tool;
-            return;
-        }
-        if self.order.len() >= MAX_TASKS {
-            if let Some(old) = self.order.pop_front() {
-                self.by_task.remove(&old);
-            }
-        }
-        self.order.push_back(task.clone());
-        self.by_task.insert(task, tool);
-    }
-}
+const MAX_TOOLS: usize = 100_000;
 
 /// What `tools/list` told us about a tool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -363,7 +391,7 @@ pub struct ToolFacts {
 struct Shared {
     cfg: ProxyConfig,
     pending: Mutex<PendingSet>,
-    tools: Mutex<HashMap<String, ToolFacts>>,
+    tools: Mutex<ToolTable>,
     /// Task id (raw JSON) → the tool whose result `tasks/result` will carry.
     tasks: Mutex<TaskTools>,
     tools_state: Mutex<ToolsState>,
@@ -387,7 +415,7 @@ impl Shared {
         Shared {
             cfg,
             pending: Mutex::new(PendingSet::default()),
-            tools: Mutex::new(HashMap::new()),
+            tools: Mutex::new(ToolTable::default()),
             tasks: Mutex::new(TaskTools::default()),
             tools_state: Mutex::new(ToolsState::default()),
             tools_cv: Condvar::new(),
@@ -1108,7 +1136,7 @@ impl ToolsProbe {
             }
             Event::Leave([r, t, i]) if r.is(b"result") && t.is(b"tools") && i.index.is_some() => {
                 if let Some(n) = cur_name.take() {
-                    if found.len() < 100_000 {
+                    if found.len() < MAX_TOOLS {
                         found.push((n, *cur));
                     }
                 }
@@ -2701,6 +2729,51 @@ mod tests {
     }
 
     #[test]
+    fn the_tools_learned_are_bounded_the_newest_kept() {
+        // Two listings of 60,000 tools each (a server whose list keeps
+        // changing): the proxy remembers the newest 100,000. Earlier builds
+        // kept every name any listing ever gave.
+        let out = SharedBuf::default();
+        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let mut server = String::new();
+        for (id, from) in [(1, 0), (2, 60_000)] {
+            let tools: Vec<String> = (from..from + 60_000)
+                .map(|i| format!(r#"{{"name":"t{i}","inputSchema":{{}},"outputSchema":{{}}}}"#))
+                .collect();
+            let id_raw = id.to_string().into_bytes();
+            lock(&shared.pending).insert(
+                id_raw,
+                Pending {
+                    method: Method::ToolsList,
+                    cancelled: false,
+                    modern: false,
+                    task: false,
+                },
+            );
+            server.push_str(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{}]}}}}"#,
+                tools.join(",")
+            ));
+            server.push('\n');
+        }
+        server_to_client(&shared, server.as_bytes());
+        let tools = lock(&shared.tools);
+        assert_eq!(tools.by_key.len(), MAX_TOOLS);
+        assert_eq!(tools.order.len(), MAX_TOOLS);
+        assert!(tools.get("t19999").is_none(), "the oldest are forgotten");
+        for name in ["t20000", "t59999", "t60000", "t119999"] {
+            assert_eq!(
+                tools.get(name).copied(),
+                Some(ToolFacts {
+                    typed: true,
+                    read_only: false
+                }),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn the_newest_tasks_are_remembered() {
         let mut t = TaskTools::default();
         for i in 0..MAX_TASKS + 50 {
@@ -2708,10 +2781,10 @@ mod tests {
         }
         // A task id seen again keeps its place and takes the new tool.
         t.insert(b"60".to_vec(), "again".into());
-        assert_eq!(t.by_task.len(), MAX_TASKS);
+        assert_eq!(t.by_key.len(), MAX_TASKS);
         assert_eq!(t.order.len(), MAX_TASKS);
-        assert!(t.get(b"49").is_none(), "the oldest are forgotten");
-        assert_eq!(t.get(b"60").map(String::as_str), Some("again"));
+        assert!(t.get(&b"49"[..]).is_none(), "the oldest are forgotten");
+        assert_eq!(t.get(&b"60"[..]).map(String::as_str), Some("again"));
         let last = (MAX_TASKS + 49).to_string();
         assert_eq!(
             t.get(last.as_bytes()).map(String::as_str),
