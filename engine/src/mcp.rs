@@ -1214,13 +1214,17 @@ impl Projector {
         if level == Level::Result {
             self.result_mark = Some(self.out.pos());
             self.result_in_start = self.lex.offset_at(pos).saturating_sub(1);
-            if matches!(&self.treat, Treat::ToolResult(c) if c.typed && !c.read_only) {
+            // A typed result fails only by crossing the ceiling (its element
+            // limits are off): without one its verdict is known, and it
+            // streams instead of being held whole.
+            let can_fail = self.typed && self.eff.max_result_bytes != u64::MAX;
+            if can_fail && matches!(&self.treat, Treat::ToolResult(c) if !c.read_only) {
                 // Only a mutation's receipt needs the digest of the original bytes.
                 self.hash_from = Some(pos.saturating_sub(1));
             }
             self.out
                 .open_scope(0, self.eff.max_result_bytes, BudgetKind::ResultBytes);
-            if matches!(&self.treat, Treat::ToolResult(c) if c.typed) {
+            if can_fail {
                 self.out.hold_here();
             }
         } else if self.bounded() && 2 > self.out.avail() {

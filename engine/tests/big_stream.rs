@@ -250,7 +250,7 @@ fn filter_without_budgets_streams_a_huge_line() {
         "{{\"type\":\"text\",\"text\":\"{}\"}}",
         "abcdefgh".repeat(128 * 1024)
     );
-    unbudgeted_filter(96 * 1024 * 1024, move |stdin| {
+    unbudgeted_filter(96 * 1024 * 1024, &[], move |stdin| {
         stdin
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[")
             .unwrap();
@@ -269,7 +269,7 @@ fn filter_without_budgets_streams_a_huge_line() {
 #[test]
 fn filter_without_budgets_streams_one_huge_text_block() {
     use std::io::Write;
-    unbudgeted_filter(96 * 1024 * 1024, |stdin| {
+    unbudgeted_filter(96 * 1024 * 1024, &[], |stdin| {
         stdin
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"")
             .unwrap();
@@ -286,7 +286,7 @@ fn filter_without_budgets_streams_one_huge_text_block() {
 #[test]
 fn filter_without_budgets_streams_one_huge_image_block() {
     use std::io::Write;
-    unbudgeted_filter(96 * 1024 * 1024, |stdin| {
+    unbudgeted_filter(96 * 1024 * 1024, &[], |stdin| {
         stdin
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"image\",\"data\":\"")
             .unwrap();
@@ -300,15 +300,36 @@ fn filter_without_budgets_streams_one_huge_image_block() {
     });
 }
 
-/// Run `filter` with every budget off on what `write` sends; assert that more
-/// than `min_out` bytes come out unchanged at the end and peak RSS < 24 MiB.
+/// A typed tool's result without a ceiling: it cannot fail (only the ceiling
+/// decides for a typed tool), so it streams too (before, it was held whole
+/// for a verdict that could never come: peak RSS twice the result).
+#[test]
+fn filter_without_budgets_streams_a_huge_typed_result() {
+    use std::io::Write;
+    unbudgeted_filter(96 * 1024 * 1024, &["--typed"], |stdin| {
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"a\":1},\"content\":[{\"type\":\"text\",\"text\":\"")
+            .unwrap();
+        let piece = "abcdefgh".repeat(128 * 1024);
+        for _ in 0..96 {
+            stdin.write_all(piece.as_bytes()).unwrap();
+        }
+        stdin.write_all(b"\"}]}}\n").unwrap();
+    });
+}
+
+/// Run `filter` with every budget off (and the `extra` flags) on what `write`
+/// sends; assert that more than `min_out` bytes come out unchanged at the end
+/// and peak RSS < 24 MiB.
 fn unbudgeted_filter(
     min_out: u64,
+    extra: &[&str],
     write: impl FnOnce(&mut std::process::ChildStdin) + Send + 'static,
 ) {
     let bin = env!("CARGO_BIN_EXE_resultbudget");
     let mut child = std::process::Command::new("/usr/bin/time")
         .args(["-f", "%M", bin, "filter"])
+        .args(extra)
         .args([
             "--max-result-bytes",
             "none",
