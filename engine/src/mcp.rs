@@ -143,6 +143,12 @@ pub enum Treat {
     Pass,
 }
 
+/// Longest `id` (as written) the projector takes ([`Projector::id`]): ids
+/// are a request's own small numbers or strings. Bounds what it holds of an
+/// `id` while reading it; does not bound the `id` written on, which passes
+/// whole.
+pub const MAX_ID_BYTES: usize = 64;
+
 /// The record key merged into `result._meta`.
 pub const RECORD_KEY: &str = "resultbudget/truncation";
 /// The receipt key for a typed mutation whose result was too large.
@@ -474,7 +480,7 @@ impl Projector {
             hash_from: None,
             id_mark: None,
             id_hold: false,
-            id: Vec::with_capacity(64),
+            id: Vec::with_capacity(MAX_ID_BYTES),
             envelope_keys: 0,
             repeated: None,
             omitted_members: 0,
@@ -629,12 +635,32 @@ impl Projector {
         // uncommitted tail is pending; `Out::lend` says why.
         let lent = self.out.lend(out, input.len());
         let res = self.feed_tokens(input);
+        if res.is_ok() {
+            self.let_go_of_a_long_id();
+        }
         self.out.end_feed(out, lent, res.is_ok());
         res?;
         if let Some(from) = self.hash_from {
             self.digest = fnv1a(self.digest, input.get(from..).unwrap_or(&[]));
         }
         Ok(())
+    }
+
+    /// An `id` is held while it is read, so that it can be taken whole from
+    /// the output; one longer than [`MAX_ID_BYTES`] is not taken, so it need
+    /// not be held either. Without this a 100 MB `id` (which passes whole,
+    /// as every envelope member but the answer does) was held whole.
+    fn let_go_of_a_long_id(&mut self) {
+        if let (true, Some(m)) = (self.id_hold, self.id_mark) {
+            if self.out.pos().saturating_sub(m) > MAX_ID_BYTES as u64 {
+                self.out.release();
+                self.out.commit();
+                self.id_hold = false;
+                self.id_mark = None;
+                // The last `id` is the one a reader keeps: none is held.
+                self.id.clear();
+            }
+        }
     }
 
     fn feed_tokens(&mut self, input: &[u8]) -> Result<(), Error> {
@@ -1512,7 +1538,7 @@ impl Projector {
                     // to hold leaves none.
                     let bytes = self.out.tail_from(m);
                     self.id.clear();
-                    if bytes.len() <= 64 {
+                    if bytes.len() <= MAX_ID_BYTES {
                         self.id.extend_from_slice(bytes);
                     }
                 }
