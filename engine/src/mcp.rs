@@ -149,6 +149,12 @@ pub enum Treat {
 /// whole.
 pub const MAX_ID_BYTES: usize = 64;
 
+/// The longest name of a member a result keeps (`structuredContent`), and of
+/// one a tool answer's envelope keeps (`jsonrpc`): a longer key at those
+/// levels is dropped.
+const LONGEST_RESULT_KEY: usize = "structuredContent".len();
+const LONGEST_ENVELOPE_KEY: usize = "jsonrpc".len();
+
 /// The record key merged into `result._meta`.
 pub const RECORD_KEY: &str = "resultbudget/truncation";
 /// The receipt key for a typed mutation whose result was too large.
@@ -891,11 +897,32 @@ impl Projector {
     }
 
     fn after_string_bytes(&mut self) {
-        if self.lex.in_key_string()
-            && self.key_doom.is_none()
-            && self.bounded()
-            && self.key_room() < 3
-        {
+        if !self.lex.in_key_string() || self.key_doom.is_some() {
+            return;
+        }
+        // A key longer than every name its level keeps will be dropped at its
+        // end (a result's non-standard field; a tool answer's member JSON-RPC
+        // does not define): it is written no further, so that however long it
+        // is, it is not held. (Its decoded bytes are still read, for the
+        // record's path.)
+        let longest = match self.top_level() {
+            Some(Level::Result) => Some(LONGEST_RESULT_KEY),
+            Some(Level::Envelope) if matches!(self.treat, Treat::ToolResult(_)) => {
+                Some(LONGEST_ENVELOPE_KEY)
+            }
+            _ => None,
+        };
+        if longest.is_some_and(|n| self.lex.key().len() > n) {
+            self.out.rollback(self.key_mark);
+            self.lex.stop_keeping();
+            return;
+        }
+        if matches!(self.treat, Treat::Pass) && !self.out.is_held() {
+            // Nothing of a passed message is rolled back: its keys stream on.
+            self.out.commit();
+            return;
+        }
+        if self.bounded() && self.key_room() < 3 {
             self.key_doom = Some(self.out.bytes_kind());
             self.out.rollback(self.key_mark);
             self.lex.stop_keeping();
