@@ -268,17 +268,24 @@ fn filter_without_budgets_streams_a_huge_line() {
 /// (before, it was buffered whole: peak RSS twice the block).
 #[test]
 fn filter_without_budgets_streams_one_huge_text_block() {
-    use std::io::Write;
-    unbudgeted_filter(96 * 1024 * 1024, &[], |stdin| {
-        stdin
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"")
-            .unwrap();
+    unbudgeted_filter(
+        96 * 1024 * 1024,
+        &[],
+        huge_text_line(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\""),
+    );
+}
+
+/// A writer of `head`, then 96 MB of text, then the end of its block and line.
+fn huge_text_line(head: &'static [u8]) -> impl FnOnce(&mut std::process::ChildStdin) + Send {
+    move |stdin| {
+        use std::io::Write;
+        stdin.write_all(head).unwrap();
         let piece = "abcdefgh".repeat(128 * 1024);
         for _ in 0..96 {
             stdin.write_all(piece.as_bytes()).unwrap();
         }
         stdin.write_all(b"\"}]}}\n").unwrap();
-    });
+    }
 }
 
 /// And for one 96 MB image: without a ceiling a blob can never be dropped, so
@@ -305,17 +312,11 @@ fn filter_without_budgets_streams_one_huge_image_block() {
 /// for a verdict that could never come: peak RSS twice the result).
 #[test]
 fn filter_without_budgets_streams_a_huge_typed_result() {
-    use std::io::Write;
-    unbudgeted_filter(96 * 1024 * 1024, &["--typed"], |stdin| {
-        stdin
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"a\":1},\"content\":[{\"type\":\"text\",\"text\":\"")
-            .unwrap();
-        let piece = "abcdefgh".repeat(128 * 1024);
-        for _ in 0..96 {
-            stdin.write_all(piece.as_bytes()).unwrap();
-        }
-        stdin.write_all(b"\"}]}}\n").unwrap();
-    });
+    unbudgeted_filter(
+        96 * 1024 * 1024,
+        &["--typed"],
+        huge_text_line(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"structuredContent\":{\"a\":1},\"content\":[{\"type\":\"text\",\"text\":\""),
+    );
 }
 
 /// Run `filter` with every budget off (and the `extra` flags) on what `write`
