@@ -149,10 +149,11 @@ pub enum Treat {
 /// whole.
 pub const MAX_ID_BYTES: usize = 64;
 
-/// The longest name of a member a result keeps (`structuredContent`), and of
-/// one a tool answer's envelope keeps (`jsonrpc`): a longer key at those
-/// levels is dropped.
+/// The longest name of a member a result keeps: a longer key there is a
+/// non-standard field, dropped.
 const LONGEST_RESULT_KEY: usize = "structuredContent".len();
+/// The longest name of a member a tool answer's envelope keeps: a longer key
+/// there is one JSON-RPC does not define, dropped.
 const LONGEST_ENVELOPE_KEY: usize = "jsonrpc".len();
 
 /// The record key merged into `result._meta`.
@@ -966,7 +967,7 @@ impl Projector {
             if self.repeated.is_none() {
                 if self.envelope_keys & bit & !Envelope::METHOD != 0 {
                     self.repeated = Some(twice);
-                } else if bit & answer != 0 && self.envelope_keys & answer != 0 {
+                } else if second_answer {
                     self.repeated = Some("it has both a `result` and an `error`");
                 }
             }
