@@ -995,7 +995,7 @@ pub fn proxy_one(data: &[u8]) {
     };
     let bare_lines = lines_of(&client)
         .iter()
-        .filter(|l| framing::first_content(l).is_some_and(|b| b != b'{'))
+        .filter(|l| framing::not_one_object(framing::first_content(l)))
         .count();
     // A result the proxy wrote (cut, or its own) fits the result budget
     // (the inventory's rows go up to 3,000 bytes).

@@ -317,12 +317,10 @@ pub fn run_filter(args: FilterArgs) -> u8 {
     let mut streamed = false;
     p.begin(Treat::ToolResult(call.clone()));
     // The line's first byte that is not whitespace (`None`: a blank line so
-    // far), and whether that makes it something other than one message (a
-    // batch, a bare value).
+    // far); any other than `{` makes it something other than one message (a
+    // batch, a bare value). Whether it is one answer, the projector says
+    // (`Projector::repeated`).
     let mut first: Option<u8> = None;
-    let mut not_message = false;
-    // Why the line is not one answer (`Projector::repeated`), if it is not.
-    let mut ambiguous: Option<&'static str> = None;
     loop {
         let ev = match lines.next_piece() {
             Ok(ev) => ev,
@@ -336,27 +334,25 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 in_bytes += bytes.len() as u64;
                 if first.is_none() {
                     first = crate::framing::first_content(bytes);
-                    // A batch's results would pass unbudgeted (the projector
-                    // budgets one message): the line is answered as the proxy
-                    // answers it (`docs/proxy.md`).
-                    not_message = matches!(first, Some(b) if b != b'{');
                 }
+                // A batch's results would pass unbudgeted (the projector
+                // budgets one message): the line is answered as the proxy
+                // answers it (`docs/proxy.md`).
+                let not_message = crate::framing::not_one_object(first);
                 if !failed {
+                    let was_one_answer = p.repeated().is_none();
                     if let Err(e) = p.feed(bytes, &mut out) {
                         failed = true;
                         eprintln!("resultbudget: line {}: {e}", line_no + 1);
                     }
-                }
-                if ambiguous.is_none() {
                     // Readers keep the last of duplicate members, which
                     // need not be the `id` or `result` the projector read
-                    // (`docs/proxy.md`).
-                    ambiguous = p.repeated();
-                    if let Some(what) = ambiguous {
+                    // (`docs/proxy.md`). Said once, where it shows.
+                    if let (true, Some(what)) = (was_one_answer, p.repeated()) {
                         eprintln!("resultbudget: line {}: {what}", line_no + 1);
                     }
                 }
-                if not_message || ambiguous.is_some() {
+                if not_message || p.repeated().is_some() {
                     // Still read to the end (a broken one is answered as
                     // broken, and the error names the last `id`), but none
                     // of it is kept.
@@ -368,7 +364,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 // (batching more would only stall the pipes in turn).
                 if !failed
                     && !not_message
-                    && ambiguous.is_none()
+                    && p.repeated().is_none()
                     && !out.is_empty()
                     && (streamed || out.len() > MAX_HOLD)
                 {
@@ -391,7 +387,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                             eprintln!("resultbudget: line {line_no}: {e}");
                         }
                     }
-                    failed |= ambiguous.is_some();
+                    failed |= p.repeated().is_some();
                     if failed && streamed {
                         // Part of the line is out: end it, so the next line
                         // stays a line, then answer it as a held one is.
@@ -399,7 +395,7 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                         out.push(b'\n');
                         crate::jsonrpc::parse_error_line(&mut out, p.id());
                         eprintln!("resultbudget: line {line_no}: broken after {out_bytes} bytes were written");
-                    } else if not_message && !failed {
+                    } else if crate::framing::not_one_object(first) && !failed {
                         out.clear();
                         eprintln!(
                             "resultbudget: line {line_no}: not one JSON-RPC message (a batch, or a bare value)"
@@ -433,8 +429,6 @@ pub fn run_filter(args: FilterArgs) -> u8 {
                 out.clear();
                 failed = false;
                 first = None;
-                not_message = false;
-                ambiguous = None;
                 in_bytes = 0;
                 out_bytes = 0;
                 streamed = false;

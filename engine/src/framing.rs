@@ -17,6 +17,13 @@ pub fn first_content(bytes: &[u8]) -> Option<u8> {
         .find(|b| !matches!(b, b' ' | b'\t' | b'\r'))
 }
 
+/// Whether a line whose [`first_content`] is `first` cannot be one JSON-RPC
+/// message object: it has content, and that content is not an object (a
+/// batch, a bare value). A blank line so far is not such a line.
+pub fn not_one_object(first: Option<u8>) -> bool {
+    matches!(first, Some(b) if b != b'{')
+}
+
 /// Read buffer size; also the most a single piece can be.
 pub const READ_BUF: usize = 64 * 1024;
 

@@ -31,13 +31,13 @@ pub fn parse_error_line(out: &mut Vec<u8>, id: Option<&[u8]>) {
     );
 }
 
+/// What the engine says of a line that is valid JSON but not one message
+/// object (`filter`, the writers, and the proxy to its client).
+pub const NOT_ONE_MESSAGE: &str =
+    "resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) is not forwarded";
+
 /// The line `filter` and the library's writers write for an input line that is
 /// valid JSON but not one message object: a batch (an array) or a bare value.
 pub fn not_one_message_line(out: &mut Vec<u8>) {
-    error_line(
-        out,
-        None,
-        INVALID_REQUEST,
-        "resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) is not forwarded",
-    );
+    error_line(out, None, INVALID_REQUEST, NOT_ONE_MESSAGE);
 }

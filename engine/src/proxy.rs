@@ -749,7 +749,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 // A batch (a JSON array) or a bare value is not a message the
                 // guard can check: its calls would reach a server that still
                 // reads batches (MCP 2025-03-26 allowed them) unmeasured.
-                let not_message = matches!(first, Some(b) if b != b'{');
+                let not_message = framing::not_one_object(first);
                 // One walk of the guard reads the facts and measures a call.
                 let verdict = guard.feed(bytes);
                 let facts = guard.facts();
@@ -834,7 +834,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                 let refused_early = refused.take().is_some();
                 cut |= is_call && decided == Some(false);
                 let broken = guard.is_broken() && first.is_some();
-                let not_message = matches!(first, Some(b) if b != b'{');
+                let not_message = framing::not_one_object(first);
                 match verdict {
                     _ if cut => {
                         // Part of it may have gone on: end that line, so the
@@ -878,7 +878,10 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                         shared.answer_error(
                             b"null",
                             jsonrpc::INVALID_REQUEST,
-                            "resultbudget: a line that is not one JSON-RPC message object (a batch, or a bare value) is not forwarded; MCP sends one message per line",
+                            &format!(
+                                "{}; MCP sends one message per line",
+                                jsonrpc::NOT_ONE_MESSAGE
+                            ),
                         );
                     }
                     None if refused_early => {
@@ -1251,7 +1254,7 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
             // client reads one as the answer to a call, and a batch answers
             // only a client batch, which the proxy never forwards. Dropped as
             // stray output is, before any of it is written.
-            if failed.is_none() && matches!(first, Some(b) if b != b'{') {
+            if failed.is_none() && framing::not_one_object(first) {
                 failed = Some("it is not one JSON-RPC message (a batch, or a bare value)".into());
             }
         }

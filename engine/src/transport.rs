@@ -134,7 +134,7 @@ impl LineProjector {
     /// The line is not one message object: a batch (an array) or a bare
     /// value, which the projector would pass whole.
     fn not_message(&self) -> bool {
-        matches!(self.first, Some(b) if b != b'{')
+        crate::framing::not_one_object(self.first)
     }
 
     /// Nothing of the line will be kept: it is not one message, or not one
