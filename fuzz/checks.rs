@@ -28,6 +28,7 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use resultbudget::framing;
+use resultbudget::gate::{Fate, RequestGate, Why};
 use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
 use resultbudget::proxy::{relay_session, ProxyConfig, SplitReads};
@@ -3391,6 +3392,7 @@ pub fn guard_one(data: &[u8]) {
     );
     check_guard(&doc, caps, &whole);
     check_guard(&doc, caps, &split);
+    check_gate(&doc, caps, &points);
     // Lone surrogates read as U+FFFD (as the proxy reads them by default): on
     // a line the strict guard reads whole once each lone escape is written
     // `\ufffd`, the same verdicts, however the line is split.
@@ -3413,6 +3415,88 @@ pub fn guard_one(data: &[u8]) {
             run(&mapped, &[], false),
             "lone surrogates at {points:?}: the guard differs"
         );
+    }
+}
+
+/// The request gate over the line split at `points`, against the gate given
+/// the line whole: on a valid line the same fate and reply; a line that goes
+/// on goes byte for byte with its newline, and only if it is one valid message
+/// (or blank); a call the guard refuses, and a batch or bare value, send
+/// nothing at all.
+pub fn check_gate(doc: &[u8], caps: ArgCaps, points: &[usize]) {
+    if doc.contains(&b'\n') {
+        return;
+    }
+    let mut whole = RequestGate::new(caps);
+    let fate = whole.check(doc);
+    let line = [doc, b"\n"].concat();
+    let mut gate = RequestGate::new(caps);
+    // Twice, so the second line runs on a gate that ended one.
+    for round in 0..2 {
+        let mut sent = Vec::new();
+        for c in chunks(doc, points) {
+            let _ = gate.feed(c, |b| sent.extend_from_slice(b));
+        }
+        let split = gate.end_line();
+        let what = format!("split at {points:?}, round {round}");
+        match &split {
+            Fate::Forward { clamped } => {
+                assert_eq!(*clamped, None, "{what}: clamped without an inventory");
+                sent.extend_from_slice(gate.to_send());
+                assert_eq!(sent, line, "{what}: forwarded other bytes");
+                let first = framing::first_content(doc);
+                let blank = first.is_none();
+                assert!(
+                    blank || first == Some(b'{'),
+                    "{what}: forwarded a line that is not one object"
+                );
+                assert!(
+                    blank
+                        || serde_verdict(doc) == Serde::Valid
+                        || serde_verdict(doc) == Serde::TooDeep,
+                    "{what}: forwarded a line that is not valid JSON"
+                );
+            }
+            Fate::Dropped { why, .. } => {
+                if matches!(
+                    why,
+                    Why::Refused(_) | Why::NotOneMessage | Why::CapBeforeMethod
+                ) {
+                    assert!(
+                        sent.is_empty(),
+                        "{what}: {why:?} but {} bytes went on",
+                        sent.len()
+                    );
+                }
+                assert!(
+                    sent.len() < doc.len() && doc.starts_with(&sent),
+                    "{what}: what went on is not a part of the line"
+                );
+                let end: &[u8] = if sent.is_empty() { b"" } else { b"\n" };
+                assert_eq!(gate.to_send(), end, "{what}: the end of a dropped line");
+            }
+        }
+        if serde_verdict(doc) == Serde::Valid {
+            assert_eq!(
+                split, fate,
+                "{what}: the gate decides otherwise than on the whole line"
+            );
+        } else {
+            assert_eq!(
+                matches!(split, Fate::Forward { .. }),
+                matches!(fate, Fate::Forward { .. }),
+                "{what}: forwarded in one run only ({split:?} / {fate:?})"
+            );
+        }
+    }
+    match &fate {
+        Fate::Forward { .. } => assert_eq!(whole.to_send(), &line[..]),
+        Fate::Dropped { .. } => assert!(whole.to_send().is_empty()),
+    }
+    if let Fate::Dropped { reply: Some(r), .. } = &fate {
+        let v: Value = serde_json::from_slice(r).expect("the reply is JSON");
+        assert!(r.ends_with(b"\n") && r.iter().filter(|&&b| b == b'\n').count() == 1);
+        assert_eq!(v["jsonrpc"], "2.0", "the reply is JSON-RPC: {v}");
     }
 }
 

@@ -9,6 +9,7 @@ pub mod budget;
 pub mod cli;
 pub mod error;
 pub mod framing;
+pub mod gate;
 pub mod guard;
 pub mod inventory;
 pub mod jsonrpc;

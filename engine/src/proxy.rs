@@ -9,6 +9,7 @@
 //! See `docs/proxy.md` for the behaviour in detail.
 
 use crate::framing::{self, LineReader, Piece};
+use crate::gate::{unquote, Fate, RequestGate, Why};
 use crate::guard::{Guard, RequestFacts};
 use crate::inventory::Inventory;
 use crate::jsonrpc;
@@ -654,22 +655,6 @@ fn ensure_tools<W: Write>(shared: &Shared, to_server: &mut ToServer<W>, version:
     lock(&shared.tools_state).known = true;
 }
 
-fn unquote(raw: &[u8]) -> String {
-    if let Some(s) = crate::sniff::json_str(raw) {
-        return s;
-    }
-    let inner = raw
-        .strip_prefix(b"\"")
-        .and_then(|r| r.strip_suffix(b"\""))
-        .unwrap_or(raw);
-    String::from_utf8_lossy(inner).into_owned()
-}
-
-/// How much of a request line that is not a `tools/call` the client-to-server
-/// relay holds before it writes on: a short line goes to the server in one
-/// write with its newline, a long one streams in pieces of about this size.
-const PASS_PIECE: usize = 64 << 10;
-
 fn client_to_server<R: Read>(
     shared: &Shared,
     input: R,
@@ -711,24 +696,10 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
     let mut guard = shared.cfg.guard.clone();
     guard.set_inventory(shared.cfg.inventory.clone());
     guard.set_lone_surrogates(shared.cfg.lone_surrogates);
-    // The guard refuses a call at this size at the latest, so the arm below
-    // that passes a line with no method on at the cap is a safety net only.
-    let hold_cap = guard.max_hold();
-    // A line is held until its method is known; a tools/call line until the guard
-    // has seen all of it (the guard refuses it before the hold passes its cap).
-    let mut held: Vec<u8> = Vec::new();
-    let mut decided: Option<bool> = None;
-    let mut refused: Option<()> = None;
-    // Some of the line has gone to the server (it streamed on).
-    let mut streamed = false;
-    // A line sent on as not a call (an answer, another method) named
-    // `tools/call` later: the rest of it is not forwarded (see
-    // `specs/request-guard.md`).
-    let mut cut = false;
-    // The line's first byte that is not whitespace: a message is an object.
-    // `None`: only whitespace so far (a blank line is passed on, never
-    // "broken").
-    let mut first: Option<u8> = None;
+    // What of each line goes on, and what the client is owed for one that
+    // does not: the library's gate, so the proxy and a gateway built on the
+    // library decide alike.
+    let mut gate = RequestGate::with_guard(guard);
     loop {
         if !reader.buffered() {
             // Nothing more to read without waiting: what is batched goes now.
@@ -743,203 +714,47 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
         };
         match piece {
             Piece::Data(bytes) => {
-                if first.is_none() {
-                    first = framing::first_content(bytes);
-                }
-                // A batch (a JSON array) or a bare value is not a message the
-                // guard can check: its calls would reach a server that still
-                // reads batches (MCP 2025-03-26 allowed them) unmeasured.
-                let not_message = framing::not_one_object(first);
-                // One walk of the guard reads the facts and measures a call.
-                let verdict = guard.feed(bytes);
-                let facts = guard.facts();
-                let is_call = facts.is_call();
-                if decided.is_none() {
-                    // Decided by what the line showed first, in token order (so
-                    // however its pieces fall): its first method, or a top-level
-                    // `result` or `error` before any method, which makes it an
-                    // answer to one of the server's requests, never held.
-                    decided = facts.first_call;
-                    if decided == Some(false) {
-                        guard.not_a_call();
-                    }
-                }
-                if is_call && decided == Some(false) && !cut {
-                    // Sent on as an answer or another method, it names tools/call
-                    // after all (after its result, or in a duplicate method):
-                    // the guard never measured it as a call.
-                    cut = true;
-                    held.clear();
-                    shared.log(
-                        LogLevel::Warn,
-                        "a line sent on as not a call named tools/call later; the rest of it was not forwarded",
-                    );
-                }
-                // The guard keeps measuring after a refusal, so the size it reports
-                // is exact. It gives no verdict for what a line broke after it
-                // showed it is not a call (`Guard::feed`).
-                if verdict.is_some() && refused.is_none() {
-                    refused = Some(());
-                    held = Vec::new();
-                }
-                match decided {
-                    // Refused or cut: nothing more of this line goes on. Nor
-                    // after the guard found it is not valid JSON: a lenient
-                    // parser could read on past the break, where the guard
-                    // cannot (a `NaN`, then a second `method`), so no byte of
-                    // the piece it broke in, or after, reaches the server.
-                    _ if cut || not_message || refused.is_some() || guard.is_broken() => {}
-                    Some(false) if held.len() + bytes.len() <= PASS_PIECE => {
-                        // A line that is not a call goes on in one write with its
-                        // newline when it is short: a write the server reads
-                        // without the newline wakes it for nothing.
-                        held.extend_from_slice(bytes);
-                    }
-                    Some(false) => {
-                        if !held.is_empty() {
-                            to_server.write(&held);
-                            held.clear();
-                        }
-                        to_server.write(bytes);
-                        streamed = true;
-                    }
-                    None if held.len() + bytes.len() > hold_cap as usize => {
-                        // No method yet after the request cap: this cannot be guarded; pass it on.
-                        shared.log(
-                            LogLevel::Warn,
-                            "a request line with no method in its first bytes was passed unchecked",
-                        );
-                        decided = Some(false);
-                        to_server.write(&held);
-                        held.clear();
-                        to_server.write(bytes);
-                        streamed = true;
-                    }
-                    _ => held.extend_from_slice(bytes),
+                if let Some(n) = gate.feed(bytes, |b| to_server.write(b)) {
+                    shared.log(LogLevel::Warn, n.message());
                 }
             }
             Piece::End | Piece::Eof { partial: true } => {
                 let end = matches!(piece, Piece::Eof { .. });
-                guard.end_line();
-                let is_call = guard.facts().is_call();
-                let tool = if is_call {
-                    unquote(&guard.facts().name)
-                } else {
-                    String::new()
-                };
-                let verdict = if is_call { guard.finish(&tool) } else { None };
-                let modern = guard.is_modern();
-                let clamp = if is_call { guard.clamp_to(&tool) } else { None };
-                let facts = guard.facts();
-                let refused_early = refused.take().is_some();
-                cut |= is_call && decided == Some(false);
-                let broken = guard.is_broken() && first.is_some();
-                let not_message = framing::not_one_object(first);
-                match verdict {
-                    _ if cut => {
-                        // Part of it may have gone on: end that line, so the
-                        // server reads one broken line and drops it.
-                        if streamed {
-                            to_server.line(b"\n");
-                        }
-                        if !facts.id.is_empty() {
-                            shared.answer_error(
-                                &facts.id,
-                                jsonrpc::INVALID_REQUEST,
-                                "resultbudget: the message named tools/call only after it was taken for another kind of message (a result, or another method first), and was not forwarded",
-                            );
-                        }
-                    }
-                    _ if broken => {
-                        // Not valid JSON: the guard's measures stop where it broke,
-                        // and a lenient parser (lone surrogates, `NaN`) could still
-                        // run what follows unmeasured. Never forwarded as checked.
-                        if streamed {
-                            to_server.line(b"\n");
-                        }
-                        shared.log(
-                            LogLevel::Warn,
-                            "dropped a line from the client that is not valid JSON",
-                        );
-                        if !facts.id.is_empty() && !facts.method.is_empty() {
-                            shared.answer_error(
-                                &facts.id,
-                                jsonrpc::PARSE_ERROR,
-                                "resultbudget: the request is not valid JSON, so its arguments could not be checked; it was not forwarded",
-                            );
-                        }
-                    }
-                    _ if not_message => {
-                        // Nothing of it went on (see above).
-                        shared.log(
-                            LogLevel::Warn,
-                            "dropped a line from the client that is not one JSON-RPC message (a batch, or a bare value)",
-                        );
-                        shared.answer_error(
-                            b"null",
-                            jsonrpc::INVALID_REQUEST,
-                            &format!(
-                                "{}; MCP sends one message per line",
-                                jsonrpc::NOT_ONE_MESSAGE
-                            ),
-                        );
-                    }
-                    None if refused_early => {
-                        // Refused before its method was known, and not a call: it is gone.
-                        shared.log(
-                            LogLevel::Warn,
-                            "dropped a line that broke an argument cap before its method was known",
-                        );
-                        // Only a request of the client's is answered: a line with no
-                        // method answers the server, and its id is the server's.
-                        if !facts.id.is_empty() && !facts.method.is_empty() {
-                            shared.answer_error(
-                                &facts.id,
-                                jsonrpc::INVALID_PARAMS,
-                                "resultbudget: the request broke an argument cap and was not forwarded",
-                            );
-                        }
-                    }
-                    Some(v) if is_call => {
-                        // Answered here: the server never sees the call.
-                        shared.log(
-                            LogLevel::Info,
-                            &format!("refused tools/call {tool}: {}", v.summary()),
-                        );
-                        let mut line = Vec::with_capacity(512);
-                        let id = (!facts.id.is_empty()).then_some(facts.id.as_slice());
-                        v.write_response(&mut line, id, modern);
-                        line.push(b'\n');
-                        let _ = shared.send_client(&line);
-                    }
-                    _ => {
-                        // `clamp` is only ever set for a call.
-                        if let Some((max, a, b)) = clamp {
+                match gate.end_line() {
+                    Fate::Forward { clamped } => {
+                        let tool = gate.tool();
+                        if let Some(max) = clamped {
                             shared.log(
                                 LogLevel::Info,
                                 &format!("clamped the limit of {tool} to {max}"),
                             );
-                            let (a, b) = (a as usize, b as usize);
-                            if a <= b && b <= held.len() {
-                                held.splice(a..b, max.to_string().into_bytes());
-                            }
                         }
-                        if is_call {
-                            ensure_tools(shared, &mut to_server, &facts.version);
+                        if gate.facts().is_call() {
+                            ensure_tools(shared, &mut to_server, &gate.facts().version);
                         }
-                        register(shared, facts, tool);
-                        // The line and its newline in one write (see `PASS_PIECE`),
-                        // with the lines after it while more are read at once.
-                        held.push(b'\n');
-                        to_server.line(&held);
+                        register(shared, gate.facts(), tool.to_owned());
+                        // The line and its newline in one write (see
+                        // `gate::PASS_PIECE`), with the lines after it while
+                        // more are read at once.
+                        to_server.line(gate.to_send());
+                    }
+                    Fate::Dropped { why, reply } => {
+                        // Part of it may have gone on: the newline that ends
+                        // it, so the server reads one broken line and drops it.
+                        if !gate.to_send().is_empty() {
+                            to_server.line(gate.to_send());
+                        }
+                        let level = match why {
+                            Why::Refused(_) => LogLevel::Info,
+                            Why::NamedCallLate => LogLevel::Debug,
+                            _ => LogLevel::Warn,
+                        };
+                        shared.log(level, &why.message(gate.tool()));
+                        if let Some(line) = reply {
+                            let _ = shared.send_client(&line);
+                        }
                     }
                 }
-                held.clear();
-                decided = None;
-                streamed = false;
-                cut = false;
-                first = None;
-                guard.reset();
                 if end {
                     break;
                 }
@@ -1814,6 +1629,7 @@ pub fn relay_session<C: Read, S: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::PASS_PIECE;
     use crate::guard::ArgCaps;
 
     /// The obvious form of [`pick_treat`]: every pending call's treatment

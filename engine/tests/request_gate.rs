@@ -1,0 +1,327 @@
+//! The request gate as a library user runs it: every kind of client line, at
+//! every split point (or a sample of them on long lines), fed in pieces and
+//! given whole, with the fate, the reply and the bytes the server gets
+//! checked against what the line is.
+
+use resultbudget::gate::{Fate, Notice, RequestGate, Why, PASS_PIECE};
+use resultbudget::guard::{ArgCaps, GuardVerdict};
+use resultbudget::inventory::Inventory;
+use serde_json::{json, Value};
+
+const CAPS: ArgCaps = ArgCaps {
+    max_arg_bytes: 4096,
+    max_arg_items: 8,
+    max_arg_string_bytes: 100,
+    max_arg_string_chars: 100,
+    max_arg_keys: 16,
+    max_arg_depth: 8,
+    max_request_bytes: 300_000,
+};
+
+fn call(id: u32, tool: &str, args: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
+        .unwrap()
+}
+
+/// What a line should come to: forwarded, or dropped for this reason with a
+/// reply of this code (`Some(0)`: an `isError` result) or none.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Want {
+    Forward,
+    Drop(&'static str, Option<i64>),
+}
+
+fn why_name(w: &Why) -> &'static str {
+    match w {
+        Why::NamedCallLate => "late",
+        Why::NotJson => "json",
+        Why::NotOneMessage => "batch",
+        Why::CapBeforeMethod => "early",
+        Why::Refused(_) => "refused",
+        Why::NotOneLine => "newline",
+    }
+}
+
+fn lines() -> Vec<(&'static str, Vec<u8>, Want)> {
+    let long = "x".repeat(3 * PASS_PIECE);
+    vec![
+        (
+            "ping",
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec(),
+            Want::Forward,
+        ),
+        ("blank", b"  \t".to_vec(), Want::Forward),
+        ("small call", call(2, "echo", json!({"message":"hi"})), Want::Forward),
+        (
+            "string over its cap",
+            call(3, "echo", json!({"message":"é".repeat(60)})),
+            Want::Drop("refused", Some(0)),
+        ),
+        (
+            "arguments before the method",
+            br#"{"params":{"arguments":{"a":[1,2,3,4,5,6,7,8,9]},"name":"echo"},"jsonrpc":"2.0","id":4,"method":"tools/call"}"#.to_vec(),
+            Want::Drop("refused", Some(0)),
+        ),
+        (
+            "list tool given a query",
+            call(5, "list_files", json!({"query":"x"})),
+            Want::Drop("refused", Some(0)),
+        ),
+        (
+            "a batch of one call",
+            [b"[".as_slice(), &call(6, "echo", json!({"message":"y".repeat(5000)})), b"]"].concat(),
+            Want::Drop("batch", Some(-32600)),
+        ),
+        ("a bare value", b" 42".to_vec(), Want::Drop("batch", Some(-32600))),
+        (
+            "NaN in a call",
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"a":NaN}}}"#.to_vec(),
+            Want::Drop("json", Some(-32700)),
+        ),
+        (
+            "an answer that names tools/call",
+            br#"{"jsonrpc":"2.0","id":8,"result":{},"method":"tools/call","params":{"name":"echo","arguments":{}}}"#.to_vec(),
+            Want::Drop("late", Some(-32600)),
+        ),
+        (
+            "ping, then tools/call",
+            br#"{"jsonrpc":"2.0","id":9,"method":"ping","method":"tools/call","params":{"name":"echo","arguments":{}}}"#.to_vec(),
+            Want::Drop("late", Some(-32600)),
+        ),
+        (
+            "a notification over the caps",
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"a long reason, longer than the string cap of the arguments, which does not apply to it"}}"#.to_vec(),
+            Want::Forward,
+        ),
+        (
+            "a long notification",
+            format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{long}"}}}}"#).into_bytes(),
+            Want::Forward,
+        ),
+        (
+            "a long notification, broken at its end",
+            format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{long}"}}"#).into_bytes(),
+            Want::Drop("json", None),
+        ),
+        (
+            "a long answer that names tools/call at its end",
+            format!(r#"{{"jsonrpc":"2.0","id":"s1","result":{{"data":"{long}"}},"method":"tools/call"}}"#).into_bytes(),
+            Want::Drop("late", Some(-32600)),
+        ),
+        (
+            "a long call",
+            call(10, "echo", json!({"message":"z".repeat(3 * PASS_PIECE)})),
+            Want::Drop("refused", Some(0)),
+        ),
+    ]
+}
+
+/// The value after the line's first `"id":` (read on a line that is not
+/// valid JSON too, as the gate reads what came before the break).
+fn id_of(line: &[u8]) -> Option<Value> {
+    let at = line.windows(5).position(|w| w == b"\"id\":")?;
+    serde_json::Deserializer::from_slice(&line[at + 5..])
+        .into_iter::<Value>()
+        .next()?
+        .ok()
+}
+
+/// Split points: all of them on a short line, about 40 on a long one.
+fn points(len: usize) -> Vec<usize> {
+    if len <= 400 {
+        (0..=len).collect()
+    } else {
+        (0..=len).step_by(len / 40).chain([len - 1, len]).collect()
+    }
+}
+
+fn check_reply(name: &str, fate: &Fate, want: Want, id: Option<&Value>) {
+    match (fate, want) {
+        (Fate::Forward { clamped }, Want::Forward) => assert_eq!(*clamped, None, "{name}"),
+        (Fate::Dropped { why, reply }, Want::Drop(w, code)) => {
+            assert_eq!(why_name(why), w, "{name}: {why:?}");
+            match (reply, code) {
+                (None, None) => {}
+                (Some(r), Some(code)) => {
+                    assert!(r.ends_with(b"\n"), "{name}: the reply is a line");
+                    let v: Value = serde_json::from_slice(r).unwrap();
+                    assert_eq!(v["jsonrpc"], "2.0", "{name}: {v}");
+                    if code == 0 {
+                        assert_eq!(v["result"]["isError"], true, "{name}: {v}");
+                        assert!(
+                            v["result"]["_meta"]["resultbudget/refusal"].is_object(),
+                            "{name}: {v}"
+                        );
+                    } else {
+                        assert_eq!(v["error"]["code"], code, "{name}: {v}");
+                    }
+                    let want_id = if w == "batch" {
+                        &Value::Null
+                    } else {
+                        id.unwrap_or(&Value::Null)
+                    };
+                    assert_eq!(&v["id"], want_id, "{name}: the reply's id");
+                }
+                (r, c) => panic!(
+                    "{name}: reply {:?}, wanted code {c:?}",
+                    r.as_ref().map(|r| String::from_utf8_lossy(r))
+                ),
+            }
+        }
+        (f, w) => panic!("{name}: {f:?}, wanted {w:?}"),
+    }
+}
+
+#[test]
+fn every_line_at_every_split_comes_to_the_same_fate() {
+    let mut gate = RequestGate::new(CAPS);
+    let mut whole = RequestGate::new(CAPS);
+    for (name, line, want) in lines() {
+        let id = id_of(&line);
+        let full = [line.as_slice(), b"\n"].concat();
+        // Given whole: forwarded byte for byte, or nothing sent.
+        let fate = whole.check(&full);
+        check_reply(name, &fate, want, id.as_ref());
+        match fate {
+            Fate::Forward { .. } => assert_eq!(whole.to_send(), &full[..], "{name}"),
+            Fate::Dropped { .. } => assert!(whole.to_send().is_empty(), "{name}"),
+        }
+        for p in points(line.len()) {
+            for pieces in [
+                vec![&line[..p], &line[p..]],
+                line[..p].chunks(4096).chain([&line[p..]]).collect(),
+            ] {
+                let mut sent = Vec::new();
+                let mut notices = Vec::new();
+                for piece in pieces {
+                    notices.extend(gate.feed(piece, |b| sent.extend_from_slice(b)));
+                }
+                let f = gate.end_line();
+                assert_eq!(f, fate, "{name}, split at {p}");
+                match f {
+                    Fate::Forward { .. } => {
+                        sent.extend_from_slice(gate.to_send());
+                        assert_eq!(sent, full, "{name}, split at {p}: the server gets the line");
+                        // A short line goes in one write with its newline.
+                        if line.len() <= PASS_PIECE {
+                            assert_eq!(gate.to_send(), &full[..], "{name}, split at {p}");
+                        }
+                    }
+                    Fate::Dropped { ref why, .. } => {
+                        if sent.is_empty() {
+                            assert!(gate.to_send().is_empty(), "{name}, split at {p}");
+                        } else {
+                            // A line that streamed: the server gets a part and
+                            // a newline, one line it cannot read whole.
+                            assert!(line.len() > PASS_PIECE, "{name}: a short line streamed");
+                            assert!(
+                                !matches!(why, Why::Refused(_)),
+                                "{name}: part of a refused call went on"
+                            );
+                            assert_eq!(gate.to_send(), b"\n", "{name}, split at {p}");
+                            assert!(
+                                line.starts_with(&sent),
+                                "{name}, split at {p}: not a part of the line"
+                            );
+                            assert!(
+                                serde_json::from_slice::<Value>(&sent).is_err(),
+                                "{name}: a whole message went on"
+                            );
+                        }
+                    }
+                }
+                let late = matches!(
+                    f,
+                    Fate::Dropped {
+                        why: Why::NamedCallLate,
+                        ..
+                    }
+                );
+                let streamed_late = late && line.len() > PASS_PIECE;
+                assert_eq!(
+                    notices.contains(&Notice::NamedCallLate),
+                    late,
+                    "{name}, split at {p}: the notice of a late call ({streamed_late})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_message_with_a_newline_inside_is_not_one_line() {
+    let mut gate = RequestGate::default();
+    let msg = b"{\"jsonrpc\":\"2.0\",\n\"id\":1,\"method\":\"ping\"}\n";
+    match gate.check(msg) {
+        Fate::Dropped {
+            why: Why::NotOneLine,
+            reply: Some(r),
+        } => {
+            let v: Value = serde_json::from_slice(&r).unwrap();
+            assert_eq!(
+                (v["id"].clone(), v["error"]["code"].clone()),
+                (json!(1), json!(-32600))
+            );
+        }
+        f => panic!("{f:?}"),
+    }
+    assert!(gate.to_send().is_empty());
+    // Its own newline at the end is the frame's.
+    assert_eq!(
+        gate.check(b"{\"id\":1,\"method\":\"ping\"}\n"),
+        Fate::Forward { clamped: None }
+    );
+    assert_eq!(gate.to_send(), b"{\"id\":1,\"method\":\"ping\"}\n");
+}
+
+#[test]
+fn the_inventory_clamps_a_limit_in_the_line_that_goes_on() {
+    let inv = Inventory::parse(
+        &json!({"tools": [
+            {"tool":"list_things","surface":"things","classification":"list","read_only":true,
+             "limit":{"param":"limit","default":20,"max":30,"over_max":"clamp"},
+             "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
+             "search_twin":"search_things","per_item_budget_bytes":256,
+             "result_budget":{"max_result_bytes":65536},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic"},
+            {"tool":"search_things","surface":"things","classification":"search","read_only":true,"query_params":["query"],
+             "limit":{"param":"limit","default":20,"max":40},
+             "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
+             "per_item_budget_bytes":256,"result_budget":{"max_result_bytes":2048},
+             "backend_query_bound":"limit+1","structured_content_policy":"cut_generic"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut gate = RequestGate::new(ArgCaps::DEFAULT);
+    gate.set_inventory(Some(inv));
+    let line = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"limit":500},"name":"list_things"}}"#;
+    for p in 0..=line.len() {
+        let mut sent = Vec::new();
+        let _ = gate.feed(&line[..p], |b| sent.extend_from_slice(b));
+        let _ = gate.feed(&line[p..], |b| sent.extend_from_slice(b));
+        assert_eq!(gate.end_line(), Fate::Forward { clamped: Some(30) });
+        assert!(sent.is_empty(), "a call is held whole");
+        assert_eq!(
+            gate.to_send(),
+            &br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"limit":30},"name":"list_things"}}
+"#[..]
+        );
+        assert_eq!(gate.tool(), "list_things");
+    }
+    // Over the maximum of a row that refuses: an isError result with the max.
+    let line = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_things","arguments":{"query":"x","limit":41}}}"#;
+    match gate.check(line) {
+        Fate::Dropped {
+            why: Why::Refused(GuardVerdict::LimitTooHigh { max: 40, .. }),
+            reply: Some(r),
+        } => {
+            let v: Value = serde_json::from_slice(&r).unwrap();
+            assert_eq!(
+                v["result"]["_meta"]["resultbudget/refusal"]["max"], 40,
+                "{v}"
+            );
+            assert_eq!(v["id"], 2);
+        }
+        f => panic!("{f:?}"),
+    }
+}
