@@ -404,6 +404,12 @@ struct TopArg {
 }
 
 /// The streaming request guard. One line at a time: `feed` pieces, then `finish`.
+///
+/// It measures a line; it does not decide what of it goes on. A batch or a
+/// bare value, for one, is no call to it, and so gets no verdict, though a
+/// server that reads batches would run the calls inside. A caller that
+/// forwards lines wants [`crate::gate::RequestGate`], which runs this guard
+/// and decides each line as the proxy does.
 #[derive(Debug, Clone)]
 pub struct Guard {
     caps: ArgCaps,
