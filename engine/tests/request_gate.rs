@@ -276,22 +276,27 @@ fn a_message_with_a_newline_inside_is_not_one_line() {
 
 #[test]
 fn the_inventory_clamps_a_limit_in_the_line_that_goes_on() {
-    let inv = Inventory::parse(
-        &json!({"tools": [
-            {"tool":"list_things","surface":"things","classification":"list","read_only":true,
-             "limit":{"param":"limit","default":20,"max":30,"over_max":"clamp"},
-             "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
-             "search_twin":"search_things","per_item_budget_bytes":256,
-             "result_budget":{"max_result_bytes":65536},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic"},
-            {"tool":"search_things","surface":"things","classification":"search","read_only":true,"query_params":["query"],
-             "limit":{"param":"limit","default":20,"max":40},
-             "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
-             "per_item_budget_bytes":256,"result_budget":{"max_result_bytes":2048},
-             "backend_query_bound":"limit+1","structured_content_policy":"cut_generic"}
-        ]})
-        .to_string(),
-    )
-    .unwrap();
+    // A list tool whose limit is clamped, and its search twin, which refuses.
+    let row = |tool: &str, class: &str, limit: Value| {
+        json!({"tool": tool, "surface": "things", "classification": class, "read_only": true,
+               "limit": limit, "per_item_budget_bytes": 256,
+               "cursor": {"param": "cursor", "has_more_field": "has_more", "next_cursor_field": "next_cursor"},
+               "result_budget": {"max_result_bytes": 4096}, "backend_query_bound": "limit+1",
+               "structured_content_policy": "cut_generic"})
+    };
+    let mut list = row(
+        "list_things",
+        "list",
+        json!({"param":"limit","default":20,"max":30,"over_max":"clamp"}),
+    );
+    list["search_twin"] = json!("search_things");
+    let mut search = row(
+        "search_things",
+        "search",
+        json!({"param":"limit","default":20,"max":40}),
+    );
+    search["query_params"] = json!(["query"]);
+    let inv = Inventory::parse(&json!({ "tools": [list, search] }).to_string()).unwrap();
     let mut gate = RequestGate::new(ArgCaps::DEFAULT);
     gate.set_inventory(Some(inv));
     let line = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"limit":500},"name":"list_things"}}"#;
