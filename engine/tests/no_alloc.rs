@@ -317,3 +317,85 @@ fn a_long_key_or_id_is_not_held() {
         assert_eq!(kept > 4 << 20, i >= 3, "case {i}: {kept} bytes out");
     }
 }
+
+/// The request gate holds a call until it is checked, never past its caps:
+/// a call with a 20 MB argument is refused once the argument cap is crossed,
+/// and a 20 MB line that is not a call streams on in pieces, so neither
+/// allocates anything near its size (a gate that held each line whole would
+/// allocate at least 20 MB for each). Small calls, after the first, allocate
+/// one buffer a line (the tool's name), never one per token.
+#[test]
+fn the_request_gate_holds_no_long_line() {
+    use resultbudget::gate::{Fate, RequestGate, Why};
+    let big = "x".repeat(20 << 20);
+    let cases = [
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"w","arguments":{{"c":"{big}"}}}}}}"#
+            ),
+            false,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"params":{{"name":"w","arguments":{{"c":"{big}"}}}},"method":"tools/call"}}"#
+            ),
+            false,
+        ),
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{big}"}}}}"#
+            ),
+            true,
+        ),
+    ];
+    for (i, (line, forward)) in cases.iter().enumerate() {
+        let mut gate = RequestGate::default();
+        let (sent, _, bytes, _) = count_allocs(|| {
+            let mut sent = 0;
+            for c in line.as_bytes().chunks(CHUNK) {
+                let _ = gate.feed(c, |b| sent += b.len());
+            }
+            let fate = gate.end_line();
+            assert_eq!(
+                matches!(fate, Fate::Forward { .. }),
+                *forward,
+                "case {i}: {fate:?}"
+            );
+            if !forward {
+                assert!(
+                    matches!(
+                        fate,
+                        Fate::Dropped {
+                            why: Why::Refused(_),
+                            ..
+                        }
+                    ),
+                    "case {i}: {fate:?}"
+                );
+            }
+            sent + gate.to_send().len()
+        });
+        assert_eq!(sent, if *forward { line.len() + 1 } else { 0 }, "case {i}");
+        // A call is held to its 1 MiB argument cap (the hold grows by
+        // doubling: under 2 MiB in all); a line that is not a call, to the
+        // 64 KiB piece it streams in.
+        let most = if *forward { 256 << 10 } else { 2 << 20 };
+        assert!(bytes < most, "case {i}: {bytes} bytes allocated");
+    }
+    let call = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi","n":[1,2,3],"o":{"a":null}}}}"#;
+    let mut gate = RequestGate::default();
+    let mut run = |n: usize| {
+        let mut sent = 0;
+        for _ in 0..n {
+            let _ = gate.feed(call, |_| {});
+            assert_eq!(gate.end_line(), Fate::Forward { clamped: None });
+            sent += gate.to_send().len();
+        }
+        sent
+    };
+    run(3);
+    let (sent, n, _, _) = count_allocs(|| run(1000));
+    assert_eq!(sent, 1000 * (call.len() + 1));
+    // One a line: the tool's name, read by value.
+    assert!(n <= 1000, "{n} allocations for 1000 small calls");
+}
