@@ -64,8 +64,9 @@ impl Notice {
     }
 }
 
-/// Why a line did not go on.
+/// Why a line did not go on. More reasons may come (a match needs a `_` arm).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Why {
     /// It named `tools/call` only after it was taken for another kind of
     /// message, so the guard never measured it as a call.

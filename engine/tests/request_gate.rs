@@ -39,6 +39,7 @@ fn why_name(w: &Why) -> &'static str {
         Why::CapBeforeMethod => "early",
         Why::Refused(_) => "refused",
         Why::NotOneLine => "newline",
+        _ => "other",
     }
 }
 
