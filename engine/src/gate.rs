@@ -30,6 +30,7 @@ use crate::framing;
 use crate::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use crate::inventory::Inventory;
 use crate::jsonrpc;
+use crate::sniff::unquote;
 
 /// How much of a line that is not a `tools/call` the gate holds before it
 /// hands it on: a short line goes to the server in one write with its newline
@@ -328,8 +329,8 @@ impl RequestGate {
         let broken = self.guard.is_broken() && self.first.is_some();
         let not_message = framing::not_one_object(self.first);
         let facts = self.guard.facts();
-        let request = !facts.id.is_empty() && !facts.method.is_empty();
-        let error = |code: i32, message: &str| error_reply(Some(&facts.id), code, message);
+        let request = facts.is_request();
+        let error = |code: i32, message: &str| jsonrpc::error_reply(Some(&facts.id), code, message);
         let fate = match verdict {
             _ if self.cut => Fate::Dropped {
                 why: Why::NamedCallLate,
@@ -351,7 +352,7 @@ impl RequestGate {
             },
             _ if not_message => Fate::Dropped {
                 why: Why::NotOneMessage,
-                reply: Some(error_reply(
+                reply: Some(jsonrpc::error_reply(
                     None,
                     jsonrpc::INVALID_REQUEST,
                     &format!("{}; MCP sends one message per line", jsonrpc::NOT_ONE_MESSAGE),
@@ -430,11 +431,10 @@ impl RequestGate {
                 self.held.clear();
                 self.streamed = false;
                 let facts = self.guard.facts();
-                let request = !facts.id.is_empty() && !facts.method.is_empty();
                 return Fate::Dropped {
                     why: Why::NotOneLine,
-                    reply: request.then(|| {
-                        error_reply(
+                    reply: facts.is_request().then(|| {
+                        jsonrpc::error_reply(
                             Some(&facts.id),
                             jsonrpc::INVALID_REQUEST,
                             "resultbudget: the message holds a newline, so it cannot be sent as one line; it was not forwarded",
@@ -453,24 +453,4 @@ impl RequestGate {
         }
         fate
     }
-}
-
-/// A JSON-RPC error line for the client, its newline included.
-fn error_reply(id: Option<&[u8]>, code: i32, message: &str) -> Vec<u8> {
-    let mut line = Vec::with_capacity(256);
-    jsonrpc::error_line(&mut line, id, code, message);
-    line.push(b'\n');
-    line
-}
-
-/// A JSON string's value, or the raw text where it is not one.
-pub(crate) fn unquote(raw: &[u8]) -> String {
-    if let Some(s) = crate::sniff::json_str(raw) {
-        return s;
-    }
-    let inner = raw
-        .strip_prefix(b"\"")
-        .and_then(|r| r.strip_suffix(b"\""))
-        .unwrap_or(raw);
-    String::from_utf8_lossy(inner).into_owned()
 }

@@ -387,6 +387,13 @@ impl RequestFacts {
         }
     }
 
+    /// Whether the line is a request of its sender's, owed an answer: it has
+    /// both an `id` and a `method` (a line with an id and no method answers
+    /// the other side, and its id is the other side's).
+    pub fn is_request(&self) -> bool {
+        !self.id.is_empty() && !self.method.is_empty()
+    }
+
     /// Whether the method is `tools/call`.
     pub fn is_call(&self) -> bool {
         self.method == b"\"tools/call\""

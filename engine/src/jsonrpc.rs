@@ -21,6 +21,15 @@ pub fn error_line(out: &mut Vec<u8>, id: Option<&[u8]>, code: i32, message: &str
     out.extend_from_slice(b"}}");
 }
 
+/// [`error_line`] as a line of its own, its newline included: the reply a
+/// proxy or a gateway sends its client.
+pub fn error_reply(id: Option<&[u8]>, code: i32, message: &str) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    error_line(&mut line, id, code, message);
+    line.push(b'\n');
+    line
+}
+
 /// The line `filter` writes for an input line that is not valid JSON.
 pub fn parse_error_line(out: &mut Vec<u8>, id: Option<&[u8]>) {
     error_line(

@@ -9,12 +9,12 @@
 //! See `docs/proxy.md` for the behaviour in detail.
 
 use crate::framing::{self, LineReader, Piece};
-use crate::gate::{unquote, Fate, RequestGate, Why};
+use crate::gate::{Fate, RequestGate, Why};
 use crate::guard::{Guard, RequestFacts};
 use crate::inventory::Inventory;
 use crate::jsonrpc;
 use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
-use crate::sniff::{self, Event, Seg, Walker, Want};
+use crate::sniff::{self, unquote, Event, Seg, Walker, Want};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -444,10 +444,7 @@ impl Shared {
 
     /// Answer the client's request `id` (raw JSON) with a JSON-RPC error.
     fn answer_error(&self, id: &[u8], code: i32, message: &str) {
-        let mut line = Vec::with_capacity(256);
-        jsonrpc::error_line(&mut line, Some(id), code, message);
-        line.push(b'\n');
-        let _ = self.send_client(&line);
+        let _ = self.send_client(&jsonrpc::error_reply(Some(id), code, message));
     }
 
     /// How to treat a response to a request with this method.

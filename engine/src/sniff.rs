@@ -58,6 +58,20 @@ pub(crate) fn json_str(raw: &[u8]) -> Option<String> {
     serde_json::from_slice(&crate::audit::lone_surrogates_as_replacement(raw)).ok()
 }
 
+/// A JSON string's value ([`json_str`]), or, where `raw` is not a JSON
+/// string, its text without the quotes around it, read leniently: a name
+/// for logs and lookups that never fails.
+pub(crate) fn unquote(raw: &[u8]) -> String {
+    if let Some(s) = json_str(raw) {
+        return s;
+    }
+    let inner = raw
+        .strip_prefix(b"\"")
+        .and_then(|r| r.strip_suffix(b"\""))
+        .unwrap_or(raw);
+    String::from_utf8_lossy(inner).into_owned()
+}
+
 /// A captured scalar in one spelling, so that it compares by value: a string
 /// with an escape is written again as serde_json writes strings (`"tools\/call"`
 /// and `"tools\u002fcall"` become `"tools/call"`); anything else, a string
