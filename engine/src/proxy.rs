@@ -6,7 +6,9 @@
 //! measures a call; requests are registered as pending before their newline
 //! reaches the server) and server→client (responses are projected; the
 //! budget is picked from the pending requests). The server's stderr is inherited.
-//! See `docs/proxy.md` for the behaviour in detail.
+//! See `docs/proxy.md` for the behaviour in detail. [`Session`] is the two
+//! relays over streams the caller owns; [`run`] is a session around a child
+//! process, on stdin and stdout.
 
 use crate::framing::{self, LineReader, Piece};
 use crate::gate::{Fate, RequestGate, Why};
@@ -44,7 +46,8 @@ pub struct ProxyConfig {
     /// Output of a pass-through line held before it is streamed on (a held line
     /// can still be replaced by an error if it turns out broken).
     pub max_hold: usize,
-    /// How long the server may take to exit after the client's stdin ends.
+    /// How long the server may take to exit after the client's stdin ends
+    /// ([`run`] only: a [`Session`] starts and ends no process).
     pub grace: Duration,
     /// Read a surrogate escape outside a pair (`"\\ud83d"`) as a character
     /// (U+FFFD, 3 bytes) in both directions, as the SDKs' `JSON.parse` and
@@ -382,15 +385,25 @@ type ToolTable = Remembered<String, ToolFacts, MAX_TOOLS>;
 
 const MAX_TOOLS: usize = 100_000;
 
-/// What `tools/list` told us about a tool.
+/// What `tools/list` told us about a tool (an inventory row overrides both).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ToolFacts {
+    /// It declares an `outputSchema`: a result cut past its budget would no
+    /// longer match it, so the answer becomes a `result_budget_exceeded` error.
     pub typed: bool,
+    /// Its `readOnlyHint` annotation is `true`: that error asks for less.
+    /// Otherwise it says the call may have changed state, not to repeat it,
+    /// and carries a receipt.
     pub read_only: bool,
 }
 
+/// Where a [`Session`]'s log lines go, when not to stderr.
+type LogSink = Box<dyn Fn(LogLevel, &str) + Send + Sync>;
+
 struct Shared {
     cfg: ProxyConfig,
+    /// `None`: stderr, as `resultbudget[level]: message`.
+    log_sink: Option<LogSink>,
     pending: Mutex<PendingSet>,
     tools: Mutex<ToolTable>,
     /// Task id (raw JSON) → the tool whose result `tasks/result` will carry.
@@ -415,6 +428,7 @@ impl Shared {
     fn new(cfg: ProxyConfig, client_out: Box<dyn Write + Send>) -> Shared {
         Shared {
             cfg,
+            log_sink: None,
             pending: Mutex::new(PendingSet::default()),
             tools: Mutex::new(ToolTable::default()),
             tasks: Mutex::new(TaskTools::default()),
@@ -426,6 +440,10 @@ impl Shared {
 
     fn log(&self, level: LogLevel, msg: &str) {
         if level <= self.cfg.log_level {
+            if let Some(sink) = &self.log_sink {
+                sink(level, msg);
+                return;
+            }
             let tag = match level {
                 LogLevel::Error => "error",
                 LogLevel::Warn => "warn",
@@ -503,6 +521,74 @@ impl Shared {
     }
 }
 
+/// The proxy's two relays over byte streams the caller owns: a server it
+/// started itself (in its own sandbox, with its own environment), a socket, a
+/// pipe. Each stream carries newline-delimited JSON-RPC, as MCP's stdio
+/// transport does; what crosses is decided as by `resultbudget proxy`
+/// (`docs/proxy.md`), since the proxy runs this same type.
+///
+/// One `Session` is one MCP session: it holds the requests in flight, the
+/// tools the server listed and the tasks it created, and answers a tool
+/// result from them, whichever way round the server writes its `id`.
+///
+/// The two relays must run at the same time, one thread each (they are
+/// `&self`; a `Session` is `Send` and `Sync`). The client's relay holds the
+/// first `tools/call` until the server's relay has read the answer to the
+/// session's own `tools/list`, for at most 3 s; [`Session::set_known_tools`]
+/// skips that request.
+///
+/// Bounds: what the proxy holds ([`ProxyConfig::lookahead`],
+/// [`ProxyConfig::max_hold`], the guard's caps, the remembered tools, tasks and
+/// cancelled requests). Does not bound: the number of requests in flight (each
+/// is answered, or answered with an error when the server's output ends).
+pub struct Session {
+    shared: Shared,
+}
+
+impl Session {
+    /// A session that writes what the client reads (answers, the server's
+    /// requests and notifications, errors for refused calls) to `to_client`.
+    pub fn new(cfg: ProxyConfig, to_client: impl Write + Send + 'static) -> Session {
+        Session {
+            shared: Shared::new(cfg, Box::new(to_client)),
+        }
+    }
+
+    /// Send log lines at [`ProxyConfig::log_level`] or above to `log`
+    /// instead of stderr.
+    pub fn set_log(&mut self, log: impl Fn(LogLevel, &str) + Send + Sync + 'static) {
+        self.shared.log_sink = Some(Box::new(log));
+    }
+
+    /// Tell the session what the server's tools are (a gateway that keeps its
+    /// own registry): their facts take the place of what the session would
+    /// learn from its own `tools/list`, and none is sent until the server says
+    /// its list changed. Listings the client asks for still teach the session.
+    pub fn set_known_tools<'a>(&self, tools: impl IntoIterator<Item = (&'a str, ToolFacts)>) {
+        let mut table = lock(&self.shared.tools);
+        for (name, facts) in tools {
+            table.insert(name.to_owned(), facts);
+        }
+        drop(table);
+        lock(&self.shared.tools_state).known = true;
+    }
+
+    /// Relay the client's lines to `to_server` until `from_client` ends:
+    /// each request is guarded and noted as in flight before its newline is
+    /// written; a refused one is answered on the client's side instead.
+    /// `to_server` is dropped on return (for a pipe: the server reads its end).
+    pub fn relay_client(&self, from_client: impl Read, to_server: impl Write) {
+        relay_client(&self.shared, from_client, to_server);
+    }
+
+    /// Relay the server's lines to the client until `from_server` ends: each
+    /// answer budgeted by the request it answers. Then every request still in
+    /// flight is answered with an error, since none can come now.
+    pub fn relay_server(&self, from_server: impl Read) -> ServerEnd {
+        server_to_client(&self.shared, from_server)
+    }
+}
+
 /// Run the proxy around `cmd`; returns the process exit code.
 pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     let Some((prog, args)) = cmd.split_first() else {
@@ -528,17 +614,17 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     };
     // Room for the server to write on while the proxy budgets (see `PIPE_BYTES`).
     framing::widen_pipe(&server_out);
-    let shared = Arc::new(Shared::new(cfg, Box::new(std::io::stdout())));
+    let session = Arc::new(Session::new(cfg, std::io::stdout()));
     let child = Arc::new(Mutex::new(child));
     let c2s = {
-        let shared = Arc::clone(&shared);
+        let session = Arc::clone(&session);
         let child = Arc::clone(&child);
-        std::thread::spawn(move || client_to_server(&shared, std::io::stdin(), server_in, &child))
+        std::thread::spawn(move || client_to_server(&session, std::io::stdin(), server_in, &child))
     };
-    let outcome = server_to_client(&shared, server_out);
+    let outcome = session.relay_server(server_out);
     // The server's stdout is closed: it is gone or going.
     let status = {
-        let deadline = Instant::now() + shared.cfg.grace;
+        let deadline = Instant::now() + session.shared.cfg.grace;
         loop {
             let mut c = lock(&child);
             match c.try_wait() {
@@ -653,13 +739,14 @@ fn ensure_tools<W: Write>(shared: &Shared, to_server: &mut ToServer<W>, version:
 }
 
 fn client_to_server<R: Read>(
-    shared: &Shared,
+    session: &Session,
     input: R,
     server_in: ChildStdin,
     child: &Mutex<Child>,
 ) {
     // The server's stdin is closed when the relay returns.
-    relay_client(shared, input, server_in);
+    session.relay_client(input, server_in);
+    let shared = &session.shared;
     // Client EOF: give the server a moment to exit, then end it.
     let deadline = Instant::now() + shared.cfg.grace;
     loop {
@@ -841,10 +928,15 @@ fn register(shared: &Shared, f: &RequestFacts, tool: String) {
     );
 }
 
-#[derive(Debug, Default)]
-struct Outcome {
-    broken_line: bool,
-    orphaned: usize,
+/// How the server's side of a [`Session`] ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerEnd {
+    /// The server's output ended in the middle of a line (that line was
+    /// not forwarded).
+    pub broken_line: bool,
+    /// Requests of the client's that the server never answered; each was
+    /// answered to the client with a JSON-RPC error.
+    pub orphaned: usize,
 }
 
 /// Reads one scalar at a fixed key path out of a streaming message (the
@@ -981,16 +1073,16 @@ impl ToolsProbe {
     }
 }
 
-fn server_to_client<R: Read>(shared: &Shared, input: R) -> Outcome {
+fn server_to_client<R: Read>(shared: &Shared, input: R) -> ServerEnd {
     let mut reader = LineReader::new(input);
     let mut proj = match Projector::new(shared.cfg.limits) {
         Ok(p) => p,
         Err(e) => {
             shared.log(LogLevel::Error, &e);
-            return Outcome::default();
+            return ServerEnd::default();
         }
     };
-    let mut outcome = Outcome::default();
+    let mut outcome = ServerEnd::default();
     let mut line_out: Vec<u8> = Vec::with_capacity(256 * 1024);
     let mut look: Vec<u8> = Vec::new();
     let lone = shared.cfg.lone_surrogates;
@@ -1520,18 +1612,6 @@ fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {
     );
 }
 
-/// For tests and library users: run the server side of the proxy logic over any
-/// reader/writer pair (no child process). Returns (broken_line, orphaned).
-pub fn relay_server_output<R: Read>(
-    cfg: ProxyConfig,
-    input: R,
-    out: Box<dyn Write + Send>,
-) -> (bool, usize) {
-    let shared = Shared::new(cfg, out);
-    let o = server_to_client(&shared, input);
-    (o.broken_line, o.orphaned)
-}
-
 /// A writer whose bytes can be read back from another handle (a clone).
 #[derive(Clone, Default)]
 struct SharedBuf(Arc<Mutex<Vec<u8>>>);
@@ -1605,14 +1685,15 @@ pub fn relay_session<C: Read, S: Read>(
     server: S,
 ) -> SessionOutput {
     let to_client = SharedBuf::default();
-    let shared = Shared::new(cfg, Box::new(to_client.clone()));
-    lock(&shared.tools_state).known = true;
-    for &(name, typed, read_only) in tools {
-        lock(&shared.tools).insert(name.into(), ToolFacts { typed, read_only });
-    }
+    let session = Session::new(cfg, to_client.clone());
+    session.set_known_tools(
+        tools
+            .iter()
+            .map(|&(name, typed, read_only)| (name, ToolFacts { typed, read_only })),
+    );
     let to_server = SharedBuf::default();
-    relay_client(&shared, client, to_server.clone());
-    let o = server_to_client(&shared, server);
+    session.relay_client(client, to_server.clone());
+    let o = session.relay_server(server);
     let to_server = std::mem::take(&mut *lock(&to_server.0));
     let to_client = std::mem::take(&mut *lock(&to_client.0));
     SessionOutput {
