@@ -1129,6 +1129,12 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> ServerEnd {
                         LogLevel::Error,
                         "the server's output ended in the middle of a line",
                     );
+                    if streaming_out {
+                        // What went out is ended as a line, so the errors
+                        // owed below are lines the client can read.
+                        batch.flush(send);
+                        let _ = shared.send_client(b"\n");
+                    }
                 }
                 break;
             }
@@ -2414,6 +2420,47 @@ mod tests {
             got[0],
             serde_json::from_str::<serde_json::Value>(answer).unwrap()
         );
+    }
+
+    /// The server's output ends inside a long pass-through line that had
+    /// begun to stream: what went out is ended as a line before the errors
+    /// for the requests left unanswered, so each of those is a line of its
+    /// own. Earlier builds wrote the first error on the end of the broken
+    /// line, where the client could not read it, and that request waited
+    /// for ever.
+    #[test]
+    fn output_that_ends_inside_a_streamed_line_leaves_every_error_readable() {
+        let read =
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}"#;
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plain","arguments":{}}}"#;
+        let client = format!("{read}\n{call}\n");
+        let server = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"contents":[{{"uri":"file:///a","text":"{}"#,
+            "t".repeat(200_000)
+        );
+        for sizes in [vec![usize::MAX], vec![4096], vec![1000, 7]] {
+            let cfg = ProxyConfig {
+                max_hold: 64 << 10,
+                ..split_test_config(1 << 20, 64 << 10)
+            };
+            let out = relay_session(
+                cfg,
+                &[("plain", false, false)],
+                client.as_bytes(),
+                SplitReads::new(server.as_bytes(), &sizes),
+            );
+            assert!(out.broken_line, "{sizes:?}");
+            assert_eq!(out.orphaned, 2, "{sizes:?}");
+            let lines: Vec<&[u8]> = out.to_client.split(|&b| b == b'\n').collect();
+            assert_eq!(lines.len(), 4, "{sizes:?}: {}", short(&out.to_client));
+            assert!(server.as_bytes().starts_with(lines[0]) && lines[0].len() > 64 << 10);
+            for (line, id) in lines[1..3].iter().zip([1, 2]) {
+                let v: serde_json::Value = serde_json::from_slice(line).expect("an error line");
+                assert_eq!(v["id"], id, "{sizes:?}");
+                assert_eq!(v["error"]["code"], jsonrpc::INTERNAL_ERROR, "{sizes:?}");
+            }
+            assert_eq!(lines[3], b"", "{sizes:?}");
+        }
     }
 
     #[test]
