@@ -21,7 +21,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 /// Log verbosity.
@@ -397,20 +397,20 @@ pub struct ToolFacts {
     pub read_only: bool,
 }
 
-/// Where a [`Session`]'s log lines go, when not to stderr.
+/// Where a session's log lines go, when not to stderr.
 type LogSink = Box<dyn Fn(LogLevel, &str) + Send + Sync>;
 
+/// One session's state, shared by its two directions ([`Calls`]).
 struct Shared {
     cfg: ProxyConfig,
     /// `None`: stderr, as `resultbudget[level]: message`.
-    log_sink: Option<LogSink>,
+    log_sink: RwLock<Option<LogSink>>,
     pending: Mutex<PendingSet>,
     tools: Mutex<ToolTable>,
     /// Task id (raw JSON) → the tool whose result `tasks/result` will carry.
     tasks: Mutex<TaskTools>,
     tools_state: Mutex<ToolsState>,
     tools_cv: Condvar,
-    client_out: Mutex<Box<dyn Write + Send>>,
 }
 
 /// How long a `tools/call` waits for the proxy's own `tools/list` before it is forwarded.
@@ -424,23 +424,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    /// Fresh state for one session, answering the client on `client_out`.
-    fn new(cfg: ProxyConfig, client_out: Box<dyn Write + Send>) -> Shared {
+    /// Fresh state for one session.
+    fn new(cfg: ProxyConfig) -> Shared {
         Shared {
             cfg,
-            log_sink: None,
+            log_sink: RwLock::new(None),
             pending: Mutex::new(PendingSet::default()),
             tools: Mutex::new(ToolTable::default()),
             tasks: Mutex::new(TaskTools::default()),
             tools_state: Mutex::new(ToolsState::default()),
             tools_cv: Condvar::new(),
-            client_out: Mutex::new(client_out),
         }
     }
 
     fn log(&self, level: LogLevel, msg: &str) {
         if level <= self.cfg.log_level {
-            if let Some(sink) = &self.log_sink {
+            let sink = match self.log_sink.read() {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+            if let Some(sink) = sink.as_ref() {
                 sink(level, msg);
                 return;
             }
@@ -452,17 +455,6 @@ impl Shared {
             };
             eprintln!("resultbudget[{tag}]: {msg}");
         }
-    }
-
-    fn send_client(&self, line: &[u8]) -> std::io::Result<()> {
-        let mut out = lock(&self.client_out);
-        out.write_all(line)?;
-        out.flush()
-    }
-
-    /// Answer the client's request `id` (raw JSON) with a JSON-RPC error.
-    fn answer_error(&self, id: &[u8], code: i32, message: &str) {
-        let _ = self.send_client(&jsonrpc::error_reply(Some(id), code, message));
     }
 
     /// How to treat a response to a request with this method.
@@ -521,28 +513,102 @@ impl Shared {
     }
 }
 
+/// One MCP session's knowledge, shared by its two directions: the requests
+/// in flight, the tools the server listed, the tasks it created. The client's
+/// side notes each request it forwards ([`Calls::note`]); the server's side
+/// ([`AnswerRelay`]) budgets each answer by the call it answers and learns from
+/// the answers it reads. A clone is another handle on the same session.
+///
+/// This is the proxy's own logic (`docs/proxy.md`), fed bytes instead of
+/// reading them: [`Session`] and `resultbudget proxy` run it on threads, a
+/// gateway with its own event loop calls it directly.
+///
+/// Bounds: the remembered tools, tasks and cancelled requests (the oldest are
+/// forgotten past 100,000, 10,000 and 10,000). Does not bound: the number of
+/// requests in flight (each is answered, or answered with an error when
+/// the server's output ends).
+#[derive(Clone)]
+pub struct Calls(Arc<Shared>);
+
+impl Calls {
+    /// A fresh session with these settings (`grace` is [`run`]'s alone).
+    pub fn new(cfg: ProxyConfig) -> Calls {
+        Calls(Arc::new(Shared::new(cfg)))
+    }
+
+    /// Send log lines at [`ProxyConfig::log_level`] or above to `log`
+    /// instead of stderr (both directions, every handle).
+    pub fn set_log(&self, log: impl Fn(LogLevel, &str) + Send + Sync + 'static) {
+        let mut sink = match self.0.log_sink.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        *sink = Some(Box::new(log));
+    }
+
+    /// Tell the session what the server's tools are (a gateway that keeps its
+    /// own registry): their facts take the place of what [`Session`] would
+    /// learn from its own `tools/list`, and it sends none until the server says
+    /// its list changed. Listings the client asks for still teach the session.
+    pub fn set_known_tools<'a>(&self, tools: impl IntoIterator<Item = (&'a str, ToolFacts)>) {
+        let mut table = lock(&self.0.tools);
+        for (name, facts) in tools {
+            table.insert(name.to_owned(), facts);
+        }
+        drop(table);
+        lock(&self.0.tools_state).known = true;
+    }
+
+    /// A request gate set up as this session's client side checks requests:
+    /// the guard, the inventory and the reading of lone surrogates of its
+    /// [`ProxyConfig`].
+    pub fn gate(&self) -> RequestGate {
+        let cfg = &self.0.cfg;
+        let mut guard = cfg.guard.clone();
+        guard.set_inventory(cfg.inventory.clone());
+        guard.set_lone_surrogates(cfg.lone_surrogates);
+        RequestGate::with_guard(guard)
+    }
+
+    /// Note a line the client sent that goes on to the server (a gate's
+    /// [`Fate::Forward`]): a request is then in flight, to be answered; a
+    /// `notifications/cancelled` marks its request cancelled. `facts` and
+    /// `tool` are the gate's ([`RequestGate::facts`], [`RequestGate::tool`]).
+    /// Call it before the line's last byte goes to the server, so no answer
+    /// can come first.
+    pub fn note(&self, facts: &RequestFacts, tool: &str) {
+        register(&self.0, facts, tool);
+    }
+
+    /// The server's side of the session: fed the server's bytes, it writes
+    /// what the client is to read. One per server stream.
+    pub fn answers(&self) -> Result<AnswerRelay, String> {
+        AnswerRelay::new(self.clone())
+    }
+}
+
 /// The proxy's two relays over byte streams the caller owns: a server it
 /// started itself (in its own sandbox, with its own environment), a socket, a
 /// pipe. Each stream carries newline-delimited JSON-RPC, as MCP's stdio
 /// transport does; what crosses is decided as by `resultbudget proxy`
 /// (`docs/proxy.md`), since the proxy runs this same type.
 ///
-/// One `Session` is one MCP session: it holds the requests in flight, the
-/// tools the server listed and the tasks it created, and answers a tool
-/// result from them, whichever way round the server writes its `id`.
+/// One `Session` is one MCP session ([`Calls`]): it answers a tool result
+/// from the requests in flight, whichever way round the server writes its
+/// `id`, and before the first `tools/call` it asks the server for its tools
+/// (every page) unless [`Session::set_known_tools`] told it.
 ///
 /// The two relays must run at the same time, one thread each (they are
 /// `&self`; a `Session` is `Send` and `Sync`). The client's relay holds the
 /// first `tools/call` until the server's relay has read the answer to the
-/// session's own `tools/list`, for at most 3 s; [`Session::set_known_tools`]
-/// skips that request.
+/// session's own `tools/list`, for at most 3 s.
 ///
 /// Bounds: what the proxy holds ([`ProxyConfig::lookahead`],
-/// [`ProxyConfig::max_hold`], the guard's caps, the remembered tools, tasks and
-/// cancelled requests). Does not bound: the number of requests in flight (each
-/// is answered, or answered with an error when the server's output ends).
+/// [`ProxyConfig::max_hold`], the guard's caps) and what [`Calls`] bounds.
 pub struct Session {
-    shared: Shared,
+    calls: Calls,
+    /// What the client reads; both relays write whole lines to it.
+    client_out: Mutex<Box<dyn Write + Send>>,
 }
 
 impl Session {
@@ -550,27 +616,19 @@ impl Session {
     /// requests and notifications, errors for refused calls) to `to_client`.
     pub fn new(cfg: ProxyConfig, to_client: impl Write + Send + 'static) -> Session {
         Session {
-            shared: Shared::new(cfg, Box::new(to_client)),
+            calls: Calls::new(cfg),
+            client_out: Mutex::new(Box::new(to_client)),
         }
     }
 
-    /// Send log lines at [`ProxyConfig::log_level`] or above to `log`
-    /// instead of stderr.
-    pub fn set_log(&mut self, log: impl Fn(LogLevel, &str) + Send + Sync + 'static) {
-        self.shared.log_sink = Some(Box::new(log));
+    /// See [`Calls::set_log`].
+    pub fn set_log(&self, log: impl Fn(LogLevel, &str) + Send + Sync + 'static) {
+        self.calls.set_log(log);
     }
 
-    /// Tell the session what the server's tools are (a gateway that keeps its
-    /// own registry): their facts take the place of what the session would
-    /// learn from its own `tools/list`, and none is sent until the server says
-    /// its list changed. Listings the client asks for still teach the session.
+    /// See [`Calls::set_known_tools`].
     pub fn set_known_tools<'a>(&self, tools: impl IntoIterator<Item = (&'a str, ToolFacts)>) {
-        let mut table = lock(&self.shared.tools);
-        for (name, facts) in tools {
-            table.insert(name.to_owned(), facts);
-        }
-        drop(table);
-        lock(&self.shared.tools_state).known = true;
+        self.calls.set_known_tools(tools);
     }
 
     /// Relay the client's lines to `to_server` until `from_client` ends:
@@ -578,14 +636,62 @@ impl Session {
     /// written; a refused one is answered on the client's side instead.
     /// `to_server` is dropped on return (for a pipe: the server reads its end).
     pub fn relay_client(&self, from_client: impl Read, to_server: impl Write) {
-        relay_client(&self.shared, from_client, to_server);
+        relay_client(self, from_client, to_server);
     }
 
-    /// Relay the server's lines to the client until `from_server` ends: each
-    /// answer budgeted by the request it answers. Then every request still in
-    /// flight is answered with an error, since none can come now.
-    pub fn relay_server(&self, from_server: impl Read) -> ServerEnd {
-        server_to_client(&self.shared, from_server)
+    /// Relay the server's lines to the client until `from_server` ends (or
+    /// fails to read): each answer budgeted by the request it answers. Then
+    /// every request still in flight is answered with an error, since none
+    /// can come now.
+    pub fn relay_server(&self, mut from_server: impl Read) -> ServerEnd {
+        let mut answers = match self.calls.answers() {
+            Ok(a) => a,
+            Err(e) => {
+                self.shared().log(LogLevel::Error, &e);
+                return ServerEnd::default();
+            }
+        };
+        let mut buf = vec![0u8; framing::READ_BUF];
+        let mut out: Vec<u8> = Vec::with_capacity(256 * 1024);
+        loop {
+            let n = match from_server.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.shared()
+                        .log(LogLevel::Error, &format!("reading the server: {e}"));
+                    break;
+                }
+            };
+            let mut rest = buf.get(..n).unwrap_or(&[]);
+            // Whole lines go out together while more of this read waits,
+            // up to `OUT_BATCH`; whatever is finished goes once the read is
+            // used up, so a lone answer waits for nothing.
+            while !rest.is_empty() {
+                let k = answers.feed_until(rest, &mut out, OUT_BATCH);
+                rest = rest.get(k..).unwrap_or(&[]);
+                if !out.is_empty() && (rest.is_empty() || out.len() >= OUT_BATCH) {
+                    let _ = self.send_client(&out);
+                    out.clear();
+                }
+            }
+        }
+        let end = answers.finish(&mut out);
+        if !out.is_empty() {
+            let _ = self.send_client(&out);
+        }
+        end
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.calls.0
+    }
+
+    fn send_client(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mut out = lock(&self.client_out);
+        out.write_all(bytes)?;
+        out.flush()
     }
 }
 
@@ -624,7 +730,7 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     let outcome = session.relay_server(server_out);
     // The server's stdout is closed: it is gone or going.
     let status = {
-        let deadline = Instant::now() + session.shared.cfg.grace;
+        let deadline = Instant::now() + session.shared().cfg.grace;
         loop {
             let mut c = lock(&child);
             match c.try_wait() {
@@ -746,7 +852,7 @@ fn client_to_server<R: Read>(
 ) {
     // The server's stdin is closed when the relay returns.
     session.relay_client(input, server_in);
-    let shared = &session.shared;
+    let shared = session.shared();
     // Client EOF: give the server a moment to exit, then end it.
     let deadline = Instant::now() + shared.cfg.grace;
     loop {
@@ -771,19 +877,17 @@ fn client_to_server<R: Read>(
 
 /// The client's lines to `server_in` until the client's input ends: guarded,
 /// registered as pending, refused ones answered on the client's side.
-fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
+fn relay_client<R: Read, W: Write>(session: &Session, input: R, server_in: W) {
+    let shared = session.shared();
     let mut reader = LineReader::new(input);
     let mut to_server = ToServer {
         pipe: Some(server_in),
         batch: LineBatch::new(),
     };
-    let mut guard = shared.cfg.guard.clone();
-    guard.set_inventory(shared.cfg.inventory.clone());
-    guard.set_lone_surrogates(shared.cfg.lone_surrogates);
     // What of each line goes on, and what the client is owed for one that
     // does not: the library's gate, so the proxy and a gateway built on the
     // library decide alike.
-    let mut gate = RequestGate::with_guard(guard);
+    let mut gate = session.calls.gate();
     loop {
         if !reader.buffered() {
             // Nothing more to read without waiting: what is batched goes now.
@@ -816,7 +920,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                         if gate.facts().is_call() {
                             ensure_tools(shared, &mut to_server, &gate.facts().version);
                         }
-                        register(shared, gate.facts(), tool.to_owned());
+                        session.calls.note(gate.facts(), tool);
                         // The line and its newline in one write (see
                         // `gate::PASS_PIECE`), with the lines after it while
                         // more are read at once.
@@ -835,7 +939,7 @@ fn relay_client<R: Read, W: Write>(shared: &Shared, input: R, server_in: W) {
                         };
                         shared.log(level, &why.message(gate.tool()));
                         if let Some(line) = reply {
-                            let _ = shared.send_client(&line);
+                            let _ = session.send_client(&line);
                         }
                     }
                 }
@@ -889,7 +993,7 @@ fn write_pipe<W: Write>(pipe: &mut Option<W>, bytes: &[u8]) {
 }
 
 /// Note a forwarded request as pending; `tool` is a call's tool name.
-fn register(shared: &Shared, f: &RequestFacts, tool: String) {
+fn register(shared: &Shared, f: &RequestFacts, tool: &str) {
     if f.method.is_empty() {
         return;
     }
@@ -1073,136 +1177,226 @@ impl ToolsProbe {
     }
 }
 
-fn server_to_client<R: Read>(shared: &Shared, input: R) -> ServerEnd {
-    let mut reader = LineReader::new(input);
-    let mut proj = match Projector::new(shared.cfg.limits) {
-        Ok(p) => p,
-        Err(e) => {
-            shared.log(LogLevel::Error, &e);
-            return ServerEnd::default();
+/// The server's side of a session ([`Calls::answers`]), fed the server's
+/// bytes as they come: each line is budgeted by the request it answers (the
+/// pending calls pick its treatment, or a bounded look-ahead for its `id`),
+/// repeated or broken answers are dropped and the call they answer gets an
+/// error, `tools/list` answers teach the session its tools and a task's
+/// creation its tool. What the client is to read is appended to `out`.
+///
+/// Any split of the input gives the same output, but for how much of a
+/// long pass-through line had streamed on before it broke.
+///
+/// Bounds: a line's output held before it goes to `out` (its budget, or
+/// [`ProxyConfig::max_hold`] for a line not budgeted), the look-ahead
+/// ([`ProxyConfig::lookahead`]). Does not bound: `out` (the caller takes
+/// it; it grows by what one call to `feed` finishes).
+pub struct AnswerRelay {
+    calls: Calls,
+    proj: Projector,
+    /// The current line's output not yet in `out`.
+    line_out: Vec<u8>,
+    /// The line's bytes read ahead while its treatment waits for its id.
+    look: Vec<u8>,
+    probe: ScalarProbe,
+    tools_probe: Option<ToolsProbe>,
+    task_probe: Option<ScalarProbe>,
+    /// The current line has begun (its treatment was picked).
+    started: bool,
+    /// Bytes of the current line were fed since the last newline.
+    in_line: bool,
+    /// The treatment waits for the line's id.
+    deciding: bool,
+    /// Part of the current line is in `out` already.
+    streaming_out: bool,
+    /// Why the line is dropped: it is not valid JSON, or it answers twice.
+    failed: Option<String>,
+    in_bytes: u64,
+    /// The line's first byte that is not whitespace: a message is an
+    /// object (`None`: a blank line so far).
+    first: Option<u8>,
+    cur_treat: Treat,
+}
+
+impl AnswerRelay {
+    fn new(calls: Calls) -> Result<AnswerRelay, String> {
+        let cfg = &calls.0.cfg;
+        let lone = cfg.lone_surrogates;
+        let mut proj = Projector::new(cfg.limits)?;
+        proj.set_lone_surrogates(lone);
+        let mut probe = ScalarProbe::id();
+        probe.walker.set_lone_surrogates(lone);
+        Ok(AnswerRelay {
+            calls,
+            proj,
+            line_out: Vec::with_capacity(256 * 1024),
+            look: Vec::new(),
+            probe,
+            tools_probe: None,
+            task_probe: None,
+            started: false,
+            in_line: false,
+            deciding: false,
+            streaming_out: false,
+            failed: None,
+            in_bytes: 0,
+            first: None,
+            cur_treat: Treat::Pass,
+        })
+    }
+
+    /// Feed the server's `bytes`; what the client is to read is appended to
+    /// `out`.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let k = self.feed_until(rest, out, usize::MAX);
+            rest = rest.get(k..).unwrap_or(&[]);
         }
-    };
-    let mut outcome = ServerEnd::default();
-    let mut line_out: Vec<u8> = Vec::with_capacity(256 * 1024);
-    let mut look: Vec<u8> = Vec::new();
-    let lone = shared.cfg.lone_surrogates;
-    proj.set_lone_surrogates(lone);
-    let mut probe = ScalarProbe::id();
-    probe.walker.set_lone_surrogates(lone);
-    let mut tools_probe: Option<ToolsProbe> = None;
-    let mut task_probe: Option<ScalarProbe> = None;
-    // Line state.
-    let mut started = false;
-    let mut deciding = false;
-    let mut streaming_out = false;
-    // Why the line is dropped: it is not valid JSON, or it answers twice.
-    let mut failed: Option<String> = None;
-    let mut in_bytes: u64 = 0;
-    // The line's first byte that is not whitespace: a message is an object
-    // (`None`: a blank line so far).
-    let mut first: Option<u8> = None;
-    let mut cur_treat = Treat::Pass;
-    // Whole lines for the client, written when the server has nothing more
-    // waiting to be read (see `LineBatch`).
-    let mut batch = LineBatch::new();
-    let send = |b: &[u8]| {
-        let _ = shared.send_client(b);
-    };
-    loop {
-        if !reader.buffered() {
-            batch.flush(send);
-        }
-        let piece = match reader.next_piece() {
-            Ok(p) => p,
-            Err(e) => {
-                shared.log(LogLevel::Error, &format!("reading the server: {e}"));
-                break;
-            }
-        };
-        let (bytes, end) = match piece {
-            Piece::Data(b) => (b, false),
-            Piece::End => (&[][..], true),
-            Piece::Eof { partial } => {
-                if partial {
-                    outcome.broken_line = true;
-                    shared.log(
-                        LogLevel::Error,
-                        "the server's output ended in the middle of a line",
-                    );
-                    if streaming_out {
-                        // What went out is ended as a line, so the errors
-                        // owed below are lines the client can read.
-                        batch.flush(send);
-                        let _ = shared.send_client(b"\n");
+    }
+
+    /// As [`Self::feed`], but returns at the end of a line once `out` holds
+    /// `batch` bytes or more: how many of `bytes` were used.
+    fn feed_until(&mut self, bytes: &[u8], out: &mut Vec<u8>, batch: usize) -> usize {
+        let mut used = 0;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            match memchr::memchr(b'\n', rest) {
+                Some(k) => {
+                    if k > 0 {
+                        self.in_line = true;
+                        self.step(rest.get(..k).unwrap_or(&[]), false, out);
+                    }
+                    self.in_line = false;
+                    self.step(&[], true, out);
+                    used += k + 1;
+                    rest = rest.get(k + 1..).unwrap_or(&[]);
+                    if out.len() >= batch {
+                        break;
                     }
                 }
-                break;
+                None => {
+                    self.in_line = true;
+                    self.step(rest, false, out);
+                    used += rest.len();
+                    break;
+                }
             }
-        };
-        if !started {
-            started = true;
+        }
+        used
+    }
+
+    /// The server's output ended: a line it left unfinished is dropped (or,
+    /// if part of it went on, ended), and every request still in flight is
+    /// answered with an error, in the order it was sent. The relay is then
+    /// empty; feeding it more starts a new stream.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> ServerEnd {
+        let calls = self.calls.clone();
+        let shared = &*calls.0;
+        let mut end = ServerEnd::default();
+        if self.in_line {
+            end.broken_line = true;
+            shared.log(
+                LogLevel::Error,
+                "the server's output ended in the middle of a line",
+            );
+            if self.streaming_out {
+                // What went out is ended as a line, so the errors owed
+                // below are lines the client can read.
+                out.push(b'\n');
+            }
+        }
+        self.reset_line();
+        self.in_line = false;
+        // The server is gone: answer everything still pending.
+        let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
+        for (id, p) in pending {
+            // A cancelled call is not waited for; the proxy's own `tools/list` is
+            // not the client's.
+            if p.cancelled || p.method == Method::ProxyToolsList {
+                continue;
+            }
+            end.orphaned += 1;
+            out.extend_from_slice(&jsonrpc::error_reply(
+                Some(&id),
+                jsonrpc::INTERNAL_ERROR,
+                "resultbudget: the MCP server exited before answering this request",
+            ));
+        }
+        end
+    }
+
+    /// One piece of a line (never holding its newline), or its end.
+    fn step(&mut self, bytes: &[u8], end: bool, out: &mut Vec<u8>) {
+        let calls = self.calls.clone();
+        let shared = &*calls.0;
+        let lone = shared.cfg.lone_surrogates;
+        if !self.started {
+            self.started = true;
             let pick = pick_treat(shared);
-            deciding = pick.ambiguous;
-            cur_treat = pick.treat;
-            if !deciding {
-                begin(shared, &mut proj, &cur_treat);
+            self.deciding = pick.ambiguous;
+            self.cur_treat = pick.treat;
+            if !self.deciding {
+                begin(shared, &mut self.proj, &self.cur_treat);
             }
-            tools_probe = pick.lists.then(|| {
+            self.tools_probe = pick.lists.then(|| {
                 let mut tp = ToolsProbe::default();
                 tp.walker.set_lone_surrogates(lone);
                 tp
             });
-            task_probe = pick.tasks.then(|| {
+            self.task_probe = pick.tasks.then(|| {
                 let mut tp = ScalarProbe::task_id();
                 tp.walker.set_lone_surrogates(lone);
                 tp
             });
         }
-        if first.is_none() {
-            first = framing::first_content(bytes);
+        if self.first.is_none() {
+            self.first = framing::first_content(bytes);
             // A batch (a JSON array) or a bare value is not a message: no
             // client reads one as the answer to a call, and a batch answers
             // only a client batch, which the proxy never forwards. Dropped as
             // stray output is, before any of it is written.
-            if failed.is_none() && framing::not_one_object(first) {
-                failed = Some("it is not one JSON-RPC message (a batch, or a bare value)".into());
+            if self.failed.is_none() && framing::not_one_object(self.first) {
+                self.failed =
+                    Some("it is not one JSON-RPC message (a batch, or a bare value)".into());
             }
         }
-        in_bytes += bytes.len() as u64;
-        if let Some(tp) = tools_probe.as_mut() {
+        self.in_bytes += bytes.len() as u64;
+        if let Some(tp) = self.tools_probe.as_mut() {
             tp.feed(bytes, false);
         }
-        if let Some(tp) = task_probe.as_mut() {
+        if let Some(tp) = self.task_probe.as_mut() {
             tp.feed(bytes);
         }
-        if deciding {
+        if self.deciding {
             // The probe reads the line's first `lookahead` bytes and no more, so
             // whether the id is found does not depend on where the reads split it.
-            let room = shared.cfg.lookahead.saturating_sub(look.len());
-            probe.feed(bytes.get(..room).unwrap_or(bytes));
-            look.extend_from_slice(bytes);
-            let resolved = probe
+            let room = shared.cfg.lookahead.saturating_sub(self.look.len());
+            self.probe.feed(bytes.get(..room).unwrap_or(bytes));
+            self.look.extend_from_slice(bytes);
+            let resolved = self
+                .probe
                 .value
                 .clone()
                 .map(|id| resolve(shared, &id))
                 .or_else(|| {
-                    (look.len() >= shared.cfg.lookahead || end || probe.failed)
+                    (self.look.len() >= shared.cfg.lookahead || end || self.probe.failed)
                         .then(|| fallback_treat(shared))
                 });
             if let Some(t) = resolved {
-                deciding = false;
-                cur_treat = t;
-                begin(shared, &mut proj, &cur_treat);
-                if failed.is_none() {
-                    if let Err(e) = proj.feed(&look, &mut line_out) {
-                        failed = Some(e.to_string());
+                self.deciding = false;
+                self.cur_treat = t;
+                begin(shared, &mut self.proj, &self.cur_treat);
+                if self.failed.is_none() {
+                    if let Err(e) = self.proj.feed(&self.look, &mut self.line_out) {
+                        self.failed = Some(e.to_string());
                     }
                 }
-                look.clear();
+                self.look.clear();
             }
-        } else if failed.is_none() {
-            if let Err(e) = proj.feed(bytes, &mut line_out) {
-                failed = Some(e.to_string());
+        } else if self.failed.is_none() {
+            if let Err(e) = self.proj.feed(bytes, &mut self.line_out) {
+                self.failed = Some(e.to_string());
             }
         }
         // Not one answer (`Projector::repeated`): a reader keeps the last of
@@ -1213,191 +1407,184 @@ fn server_to_client<R: Read>(shared: &Shared, input: R) -> ServerEnd {
         // line is dropped as soon as it shows it, before the member that
         // shows it is written on. It is still read to its end, so its last
         // `id` names the request answered however the reads split it.
-        if proj.repeated().is_some() {
-            line_out.clear();
+        if self.proj.repeated().is_some() {
+            self.line_out.clear();
         }
         // A long pass-through line is streamed on rather than held; once it
-        // streams, each piece goes out as soon as it is final (batching more
-        // would only make the two pipes wait on each other in turn).
-        if failed.is_none()
-            && proj.repeated().is_none()
+        // streams, each piece goes out as soon as it is final.
+        if self.failed.is_none()
+            && self.proj.repeated().is_none()
             && !end
-            && !line_out.is_empty()
-            && (streaming_out || line_out.len() > shared.cfg.max_hold)
+            && !self.line_out.is_empty()
+            && (self.streaming_out || self.line_out.len() > shared.cfg.max_hold)
         {
-            if !streaming_out {
+            if !self.streaming_out {
                 shared.log(LogLevel::Debug, "streaming a long pass-through line");
-                batch.flush(send);
             }
-            streaming_out = true;
-            let _ = lock(&shared.client_out).write_all(&line_out);
-            line_out.clear();
+            self.streaming_out = true;
+            out.extend_from_slice(&self.line_out);
+            self.line_out.clear();
         }
-        if !end {
-            continue;
+        if end {
+            self.end_line(shared, out);
+            self.reset_line();
         }
-        // ---- end of line ----
-        let blank = first.is_none();
-        if !blank && failed.is_none() {
-            if let Err(e) = proj.finish(&mut line_out) {
-                failed = Some(e.to_string());
+    }
+
+    /// The current line ended: forward it or drop it, and settle what it
+    /// answered.
+    fn end_line(&mut self, shared: &Shared, out: &mut Vec<u8>) {
+        let proj = &mut self.proj;
+        let line_out = &mut self.line_out;
+        let blank = self.first.is_none();
+        if !blank && self.failed.is_none() {
+            if let Err(e) = proj.finish(line_out) {
+                self.failed = Some(e.to_string());
             }
         }
         if let Some(what) = proj.repeated() {
-            failed = Some(what.to_string());
+            self.failed = Some(what.to_string());
         }
-        if !blank {
-            let id = proj
-                .id()
-                .map(<[u8]>::to_vec)
-                .or_else(|| probe.value.clone());
-            if let Some(e) = failed.take() {
-                batch.flush(send);
-                line_out.clear();
-                if streaming_out {
-                    // Bytes already went out: end the line so the client's framing survives.
-                    let _ = shared.send_client(b"\n");
-                }
-                shared.log(
-                    LogLevel::Warn,
-                    &format!("dropped a malformed line from the server: {e}"),
-                );
-                // A server's own request is not an answer to any of the client's.
-                // Without a readable id, the line is taken for the only pending
-                // call's answer only if it began as one (a top-level `result` or
-                // `error`): anything else is stray output (a debug print on
-                // stdout), which the SDK clients skip while the call goes on, and
-                // so does the proxy.
-                let target = if proj.has_method() {
-                    None
-                } else if id.is_some() {
-                    id.clone()
-                } else if proj.has_answer() {
-                    only_pending(shared)
-                } else {
-                    None
-                };
-                // Only a request still pending is answered; the proxy's own
-                // `tools/list` is the proxy's to give up on, never the client's
-                // to hear about (it never sent that id).
-                let p = target.and_then(|tid| lock(&shared.pending).remove(&tid));
-                match p {
-                    Some((tid, p)) if p.method == Method::ProxyToolsList => {
-                        lock(&shared.tools_state).answered.push(tid);
-                        shared.tools_cv.notify_all();
-                    }
-                    Some((tid, _)) => shared.answer_error(
-                        &tid,
-                        jsonrpc::INTERNAL_ERROR,
-                        &format!("resultbudget: the server sent a malformed response ({e}); it was not forwarded"),
-                    ),
-                    None => {}
-                }
+        if blank {
+            return;
+        }
+        let id = proj
+            .id()
+            .map(<[u8]>::to_vec)
+            .or_else(|| self.probe.value.clone());
+        if let Some(e) = self.failed.take() {
+            line_out.clear();
+            if self.streaming_out {
+                // Bytes already went out: end the line so the client's framing survives.
+                out.push(b'\n');
+            }
+            shared.log(
+                LogLevel::Warn,
+                &format!("dropped a malformed line from the server: {e}"),
+            );
+            // A server's own request is not an answer to any of the client's.
+            // Without a readable id, the line is taken for the only pending
+            // call's answer only if it began as one (a top-level `result` or
+            // `error`): anything else is stray output (a debug print on
+            // stdout), which the SDK clients skip while the call goes on, and
+            // so does the proxy.
+            let target = if proj.has_method() {
+                None
+            } else if id.is_some() {
+                id.clone()
+            } else if proj.has_answer() {
+                only_pending(shared)
             } else {
-                // Ids are per direction: the id of a request or notification
-                // from the server may equal a pending request of the client's,
-                // and must not take its place.
-                let (answered, p) = match &id {
-                    Some(id) if !proj.has_method() => lock(&shared.pending).remove(id).unzip(),
-                    _ => (None, None),
-                };
-                let own = p
-                    .as_ref()
-                    .is_some_and(|p| p.method == Method::ProxyToolsList);
-                // A task-augmented call's answer names its task: remember the tool,
-                // so the task's result (from tasks/result) gets the tool's treatment.
-                if let (Some(pend), Some(tp)) = (p.as_ref(), task_probe.as_mut()) {
-                    if let (Method::ToolsCall(tool), true, Some(task_id)) =
-                        (&pend.method, pend.task, tp.value.take())
-                    {
-                        let task_id = sniff::canonical(&task_id).into_owned();
-                        lock(&shared.tasks).insert(task_id, tool.to_string());
-                    }
-                }
-                if !own {
-                    line_out.push(b'\n');
-                    batch.line(&line_out, send);
-                }
-                if let (Some(p), Some(tp)) = (p.as_ref(), tools_probe.as_mut()) {
-                    if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
-                        learn_tools(shared, tp);
-                        let mut st = lock(&shared.tools_state);
-                        if own {
-                            st.next_cursor = tp.next_cursor.take();
-                            if let Some(id) = answered {
-                                st.answered.push(id);
-                            }
-                        } else if tp.next_cursor.is_none() {
-                            st.known = true;
-                        }
-                        drop(st);
-                        shared.tools_cv.notify_all();
-                    }
-                } else if own {
-                    // An answer we cannot read (an error): stop waiting for it.
-                    if let Some(id) = answered {
-                        lock(&shared.tools_state).answered.push(id);
-                    }
+                None
+            };
+            // Only a request still pending is answered; the proxy's own
+            // `tools/list` is the proxy's to give up on, never the client's
+            // to hear about (it never sent that id).
+            let p = target.and_then(|tid| lock(&shared.pending).remove(&tid));
+            match p {
+                Some((tid, p)) if p.method == Method::ProxyToolsList => {
+                    lock(&shared.tools_state).answered.push(tid);
                     shared.tools_cv.notify_all();
                 }
-                if id.is_none() && is_list_changed(&line_out) {
-                    lock(&shared.tools_state).known = false;
-                }
-                let rec = proj.record();
-                if rec.truncated() || proj.omitted_members() > 0 {
-                    let tool = match &cur_treat {
-                        Treat::ToolResult(c) => c.tool.clone().unwrap_or_else(|| "?".into()),
-                        Treat::Pass => "?".into(),
-                    };
-                    shared.log(
-                        LogLevel::Info,
-                        &format!(
-                            "cut {tool}: {in_bytes} bytes in -> {} out, budget_kind {}{}{}",
-                            line_out.len().saturating_sub(1),
-                            rec.budget_kind().map_or("none", |k| k.as_str()),
-                            if proj.typed_failed() {
-                                " (typed: replaced by result_budget_exceeded)"
-                            } else {
-                                ""
-                            },
-                            match proj.omitted_members() {
-                                0 => String::new(),
-                                n => format!(", {n} envelope member(s) dropped"),
-                            }
-                        ),
-                    );
-                }
+                Some((tid, _)) => out.extend_from_slice(&jsonrpc::error_reply(
+                    Some(&tid),
+                    jsonrpc::INTERNAL_ERROR,
+                    &format!("resultbudget: the server sent a malformed response ({e}); it was not forwarded"),
+                )),
+                None => {}
+            }
+            return;
+        }
+        // Ids are per direction: the id of a request or notification
+        // from the server may equal a pending request of the client's,
+        // and must not take its place.
+        let (answered, p) = match &id {
+            Some(id) if !proj.has_method() => lock(&shared.pending).remove(id).unzip(),
+            _ => (None, None),
+        };
+        let own = p
+            .as_ref()
+            .is_some_and(|p| p.method == Method::ProxyToolsList);
+        // A task-augmented call's answer names its task: remember the tool,
+        // so the task's result (from tasks/result) gets the tool's treatment.
+        if let (Some(pend), Some(tp)) = (p.as_ref(), self.task_probe.as_mut()) {
+            if let (Method::ToolsCall(tool), true, Some(task_id)) =
+                (&pend.method, pend.task, tp.value.take())
+            {
+                let task_id = sniff::canonical(&task_id).into_owned();
+                lock(&shared.tasks).insert(task_id, tool.to_string());
             }
         }
-        line_out.clear();
-        look.clear();
-        probe.reset();
-        tools_probe = None;
-        task_probe = None;
-        started = false;
-        deciding = false;
-        streaming_out = false;
-        failed = None;
-        in_bytes = 0;
-        first = None;
-    }
-    batch.flush(send);
-    // The server is gone: answer everything still pending.
-    let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
-    for (id, p) in pending {
-        // A cancelled call is not waited for; the proxy's own `tools/list` is
-        // not the client's.
-        if p.cancelled || p.method == Method::ProxyToolsList {
-            continue;
+        if !own {
+            line_out.push(b'\n');
+            out.extend_from_slice(line_out);
         }
-        outcome.orphaned += 1;
-        shared.answer_error(
-            &id,
-            jsonrpc::INTERNAL_ERROR,
-            "resultbudget: the MCP server exited before answering this request",
-        );
+        if let (Some(p), Some(tp)) = (p.as_ref(), self.tools_probe.as_mut()) {
+            if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
+                learn_tools(shared, tp);
+                let mut st = lock(&shared.tools_state);
+                if own {
+                    st.next_cursor = tp.next_cursor.take();
+                    if let Some(id) = answered {
+                        st.answered.push(id);
+                    }
+                } else if tp.next_cursor.is_none() {
+                    st.known = true;
+                }
+                drop(st);
+                shared.tools_cv.notify_all();
+            }
+        } else if own {
+            // An answer we cannot read (an error): stop waiting for it.
+            if let Some(id) = answered {
+                lock(&shared.tools_state).answered.push(id);
+            }
+            shared.tools_cv.notify_all();
+        }
+        if id.is_none() && is_list_changed(line_out) {
+            lock(&shared.tools_state).known = false;
+        }
+        let rec = proj.record();
+        if rec.truncated() || proj.omitted_members() > 0 {
+            let tool = match &self.cur_treat {
+                Treat::ToolResult(c) => c.tool.clone().unwrap_or_else(|| "?".into()),
+                Treat::Pass => "?".into(),
+            };
+            shared.log(
+                LogLevel::Info,
+                &format!(
+                    "cut {tool}: {} bytes in -> {} out, budget_kind {}{}{}",
+                    self.in_bytes,
+                    line_out.len().saturating_sub(1),
+                    rec.budget_kind().map_or("none", |k| k.as_str()),
+                    if proj.typed_failed() {
+                        " (typed: replaced by result_budget_exceeded)"
+                    } else {
+                        ""
+                    },
+                    match proj.omitted_members() {
+                        0 => String::new(),
+                        n => format!(", {n} envelope member(s) dropped"),
+                    }
+                ),
+            );
+        }
     }
-    outcome
+
+    /// Ready for the next line, keeping the buffers.
+    fn reset_line(&mut self) {
+        self.line_out.clear();
+        self.look.clear();
+        self.probe.reset();
+        self.tools_probe = None;
+        self.task_probe = None;
+        self.started = false;
+        self.deciding = false;
+        self.streaming_out = false;
+        self.failed = None;
+        self.in_bytes = 0;
+        self.first = None;
+    }
 }
 
 /// The most whole lines are batched to, each way. While more input than one
@@ -1776,8 +1963,8 @@ mod tests {
             lookahead: 1024,
             ..ProxyConfig::default()
         };
-        let shared = Shared::new(cfg, Box::new(out.clone()));
-        lock(&shared.tools).insert(
+        let shared = Session::new(cfg, out.clone());
+        lock(&shared.shared().tools).insert(
             "typed".into(),
             ToolFacts {
                 typed: true,
@@ -1790,14 +1977,14 @@ mod tests {
             modern: false,
             task: false,
         };
-        lock(&shared.pending).insert(b"1".to_vec(), call("typed"));
-        lock(&shared.pending).cancel(b"1");
-        lock(&shared.pending).insert(b"2".to_vec(), call("plain"));
+        lock(&shared.shared().pending).insert(b"1".to_vec(), call("typed"));
+        lock(&shared.shared().pending).cancel(b"1");
+        lock(&shared.shared().pending).insert(b"2".to_vec(), call("plain"));
         let text = "x".repeat(100_000);
         let line = format!(
             "{{\"result\":{{\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}]}},\"jsonrpc\":\"2.0\",\"id\":2}}\n"
         );
-        server_to_client(&shared, line.as_bytes());
+        shared.relay_server(line.as_bytes());
         let got = lock(&out.0).clone();
         let v: serde_json::Value = serde_json::from_slice(&got).expect("one JSON line");
         let t = v["result"]["content"][0]["text"].as_str().unwrap_or("");
@@ -1833,9 +2020,9 @@ mod tests {
         reads: &[usize],
     ) -> Vec<serde_json::Value> {
         let out = SharedBuf::default();
-        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let shared = Session::new(ProxyConfig::default(), out.clone());
         for (id, method) in pending {
-            lock(&shared.pending).insert(
+            lock(&shared.shared().pending).insert(
                 id.to_vec(),
                 Pending {
                     method: method.clone(),
@@ -1845,7 +2032,7 @@ mod tests {
                 },
             );
         }
-        server_to_client(&shared, SplitReads::new(server.as_bytes(), reads));
+        shared.relay_server(SplitReads::new(server.as_bytes(), reads));
         let got = lock(&out.0).clone();
         got.split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
@@ -2041,7 +2228,7 @@ mod tests {
     #[test]
     fn requests_left_unanswered_get_their_errors_in_the_order_they_were_sent() {
         let out = SharedBuf::default();
-        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let shared = Session::new(ProxyConfig::default(), out.clone());
         let ids: Vec<String> = (0..40).map(|i| format!("\"r{}\"", (i * 7) % 40)).collect();
         for (k, id) in ids.iter().enumerate() {
             let p = Pending {
@@ -2050,9 +2237,9 @@ mod tests {
                 modern: false,
                 task: false,
             };
-            lock(&shared.pending).insert(id.as_bytes().to_vec(), p);
+            lock(&shared.shared().pending).insert(id.as_bytes().to_vec(), p);
         }
-        let outcome = server_to_client(&shared, &b""[..]);
+        let outcome = shared.relay_server(&b""[..]);
         assert_eq!(outcome.orphaned, 39);
         let got: Vec<String> = lines_of(&lock(&out.0))
             .iter()
@@ -2073,7 +2260,7 @@ mod tests {
     #[test]
     fn the_proxys_own_tools_list_is_never_answered_to_the_client() {
         let out = SharedBuf::default();
-        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let shared = Session::new(ProxyConfig::default(), out.clone());
         let own = b"\"resultbudget-tools-0\"".to_vec();
         let p = Pending {
             method: Method::ProxyToolsList,
@@ -2081,12 +2268,11 @@ mod tests {
             modern: false,
             task: false,
         };
-        lock(&shared.pending).insert(own.clone(), p.clone());
+        lock(&shared.shared().pending).insert(own.clone(), p.clone());
         // A broken answer to it (the server wrote bytes that are not UTF-8, say): the
         // proxy stops waiting for it, and the client, which never sent that id,
         // hears nothing.
-        server_to_client(
-            &shared,
+        shared.relay_server(
             &b"{\"jsonrpc\":\"2.0\",\"id\":\"resultbudget-tools-0\",\"result\":{\"tools\":[\"\xff\"]}}\n"[..],
         );
         assert!(
@@ -2094,11 +2280,11 @@ mod tests {
             "{:?}",
             String::from_utf8_lossy(&lock(&out.0))
         );
-        assert!(lock(&shared.tools_state).answered.contains(&own));
-        assert!(lock(&shared.pending).get(&own).is_none());
+        assert!(lock(&shared.shared().tools_state).answered.contains(&own));
+        assert!(lock(&shared.shared().pending).get(&own).is_none());
         // Still pending when the server exits: nothing for the client either.
-        lock(&shared.pending).insert(own.clone(), p);
-        let outcome = server_to_client(&shared, &b""[..]);
+        lock(&shared.shared().pending).insert(own.clone(), p);
+        let outcome = shared.relay_server(&b""[..]);
         assert!(
             lock(&out.0).is_empty(),
             "{:?}",
@@ -2341,11 +2527,11 @@ mod tests {
         }
     }
 
-    fn fresh_shared(cfg: ProxyConfig, out: &SharedBuf) -> Shared {
-        let shared = Shared::new(cfg, Box::new(out.clone()));
-        lock(&shared.tools_state).known = true;
+    fn fresh_shared(cfg: ProxyConfig, out: &SharedBuf) -> Session {
+        let shared = Session::new(cfg, out.clone());
+        lock(&shared.shared().tools_state).known = true;
         for (name, typed) in [("typed", true), ("plain", false), ("wide", false)] {
-            lock(&shared.tools).insert(
+            lock(&shared.shared().tools).insert(
                 name.into(),
                 ToolFacts {
                     typed,
@@ -2399,7 +2585,7 @@ mod tests {
                 let to_client = SharedBuf::default();
                 let to_server = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
-                relay_client(&shared, SplitReads::new(&input, &sizes), to_server.clone());
+                shared.relay_client(SplitReads::new(&input, &sizes), to_server.clone());
                 let server = lock(&to_server.0).clone();
                 assert_eq!(server, format!("{next}\n").as_bytes(), "{sizes:?}");
                 let client = lock(&to_client.0).clone();
@@ -2505,7 +2691,7 @@ mod tests {
                 let to_client = SharedBuf::default();
                 let to_server = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
-                relay_client(&shared, SplitReads::new(&input, &sizes), to_server.clone());
+                shared.relay_client(SplitReads::new(&input, &sizes), to_server.clone());
                 let server = lock(&to_server.0).clone();
                 let lines: Vec<&[u8]> = server.split(|&b| b == b'\n').collect();
                 assert_eq!(lines.len(), 3, "{sizes:?}: {}", short(&server));
@@ -2554,10 +2740,10 @@ mod tests {
                 let to_server = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(1 << 20, 8 << 20), &to_client);
                 let reader = SplitReads::new(&input, &sizes);
-                relay_client(&shared, reader, to_server.clone());
+                shared.relay_client(reader, to_server.clone());
                 let c = lock(&to_client.0).clone();
                 let s = lock(&to_server.0).clone();
-                (c, s, pending_list(&shared))
+                (c, s, pending_list(shared.shared()))
             };
             let whole = run(vec![usize::MAX]);
             refused += whole.0.iter().filter(|&&b| b == b'\n').count();
@@ -2625,15 +2811,15 @@ mod tests {
             let run = |sizes: Vec<usize>| {
                 let to_client = SharedBuf::default();
                 let shared = fresh_shared(split_test_config(lookahead, max_hold), &to_client);
-                lock(&shared.tasks).insert(b"\"t1\"".to_vec(), "typed".into());
+                lock(&shared.shared().tasks).insert(b"\"t1\"".to_vec(), "typed".into());
                 for (id, p) in &pending {
-                    lock(&shared.pending).insert(id.as_bytes().to_vec(), p.clone());
+                    lock(&shared.shared().pending).insert(id.as_bytes().to_vec(), p.clone());
                     if p.cancelled {
-                        lock(&shared.pending).cancel(id.as_bytes());
+                        lock(&shared.shared().pending).cancel(id.as_bytes());
                     }
                 }
                 let reader = SplitReads::new(&input, &sizes);
-                server_to_client(&shared, reader);
+                shared.relay_server(reader);
                 let out = lock(&to_client.0).clone();
                 let mut lines = lines_of(&out);
                 if max_hold < (1 << 20) {
@@ -2647,7 +2833,7 @@ mod tests {
                         );
                     }
                 }
-                (lines, pending_list(&shared))
+                (lines, pending_list(shared.shared()))
             };
             let whole = run(vec![usize::MAX]);
             cut += whole
@@ -2678,14 +2864,14 @@ mod tests {
         // changing): the proxy remembers the newest 100,000. Earlier builds
         // kept every name any listing ever gave.
         let out = SharedBuf::default();
-        let shared = Shared::new(ProxyConfig::default(), Box::new(out.clone()));
+        let shared = Session::new(ProxyConfig::default(), out.clone());
         let mut server = String::new();
         for (id, from) in [(1, 0), (2, 60_000)] {
             let tools: Vec<String> = (from..from + 60_000)
                 .map(|i| format!(r#"{{"name":"t{i}","inputSchema":{{}},"outputSchema":{{}}}}"#))
                 .collect();
             let id_raw = id.to_string().into_bytes();
-            lock(&shared.pending).insert(
+            lock(&shared.shared().pending).insert(
                 id_raw,
                 Pending {
                     method: Method::ToolsList,
@@ -2700,8 +2886,8 @@ mod tests {
             ));
             server.push('\n');
         }
-        server_to_client(&shared, server.as_bytes());
-        let tools = lock(&shared.tools);
+        shared.relay_server(server.as_bytes());
+        let tools = lock(&shared.shared().tools);
         assert_eq!(tools.by_key.len(), MAX_TOOLS);
         assert_eq!(tools.order.len(), MAX_TOOLS);
         assert!(tools.get("t19999").is_none(), "the oldest are forgotten");
@@ -2762,8 +2948,8 @@ mod tests {
 
     #[test]
     fn pick_treat_matches_its_slow_twin() {
-        let shared = Shared::new(ProxyConfig::default(), Box::new(std::io::sink()));
-        lock(&shared.tools).insert(
+        let shared = Session::new(ProxyConfig::default(), std::io::sink());
+        lock(&shared.shared().tools).insert(
             "typed".into(),
             ToolFacts {
                 typed: true,
@@ -2772,9 +2958,9 @@ mod tests {
         );
         // Tasks whose tools are known (one of them the same tool as a call's),
         // and one whose tool is not.
-        lock(&shared.tasks).insert(b"\"t1\"".to_vec(), "typed".into());
-        lock(&shared.tasks).insert(b"\"t2\"".to_vec(), "plain".into());
-        lock(&shared.tasks).insert(b"\"t4\"".to_vec(), "typed".into());
+        lock(&shared.shared().tasks).insert(b"\"t1\"".to_vec(), "typed".into());
+        lock(&shared.shared().tasks).insert(b"\"t2\"".to_vec(), "plain".into());
+        lock(&shared.shared().tasks).insert(b"\"t4\"".to_vec(), "typed".into());
         let methods = [
             Method::ToolsCall("typed".into()),
             Method::ToolsCall("plain".into()),
@@ -2795,7 +2981,7 @@ mod tests {
         };
         let mut kinds = std::collections::HashSet::new();
         for step in 0..50_000 {
-            let mut pending = lock(&shared.pending);
+            let mut pending = lock(&shared.shared().pending);
             // Requests come and go; ids are reused, so a request may replace
             // another; now and then the server dies and all are dropped.
             match next(100) {
@@ -2836,8 +3022,8 @@ mod tests {
                 "step {step}: the cancelled counts follow the requests"
             );
             drop(pending);
-            let fast = pick_treat(&shared);
-            assert_eq!(fast, pick_treat_slow(&shared), "step {step}");
+            let fast = pick_treat(shared.shared());
+            assert_eq!(fast, pick_treat_slow(shared.shared()), "step {step}");
             kinds.insert((
                 fast.ambiguous,
                 fast.treat == Treat::Pass,

@@ -4,11 +4,14 @@
 mod peers_support;
 
 use peers_support::*;
+use resultbudget::gate::Fate;
 use resultbudget::guard::{ArgCaps, Guard};
 use resultbudget::mcp::McpLimits;
-use resultbudget::proxy::{LogLevel, ProxyConfig, ServerEnd, Session, ToolFacts};
+use resultbudget::proxy::{
+    relay_session, AnswerRelay, Calls, LogLevel, ProxyConfig, ServerEnd, Session, ToolFacts,
+};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -44,7 +47,7 @@ impl Gateway {
         let (from_client, to_session) = std::io::pipe().expect("pipe");
         let (from_session, to_client) = std::io::pipe().expect("pipe");
         let logs = Arc::new(Mutex::new(Vec::new()));
-        let mut session = Session::new(cfg, to_client);
+        let session = Session::new(cfg, to_client);
         let sink = Arc::clone(&logs);
         session.set_log(move |level, msg| sink.lock().unwrap().push((level, msg.to_owned())));
         session.set_known_tools(tools.iter().copied());
@@ -341,4 +344,284 @@ fn a_tokio_gateway_runs_the_relays_on_blocking_threads() {
         assert_eq!(end, ServerEnd::default());
         let _ = child.wait();
     });
+}
+
+/// The fed form, as a gateway with its own event loop drives it: the
+/// client's lines through the session's gate, noted before they go on; the
+/// server's bytes into an `AnswerRelay`. Returns what the server and the
+/// client read, given the server's output in these pieces.
+fn fed(
+    cfg: &ProxyConfig,
+    tools: &[(&str, bool, bool)],
+    client: &[u8],
+    server: &[&[u8]],
+) -> (Vec<u8>, Vec<u8>, ServerEnd) {
+    let calls = Calls::new(cfg.clone());
+    calls.set_known_tools(
+        tools
+            .iter()
+            .map(|&(name, typed, read_only)| (name, ToolFacts { typed, read_only })),
+    );
+    let mut gate = calls.gate();
+    let (mut to_server, mut to_client) = (Vec::new(), Vec::new());
+    for line in client.split_inclusive(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        match gate.check(line) {
+            Fate::Forward { .. } => {
+                calls.note(gate.facts(), gate.tool());
+                to_server.extend_from_slice(gate.to_send());
+            }
+            Fate::Dropped { reply, .. } => to_client.extend(reply.unwrap_or_default()),
+        }
+    }
+    let mut answers: AnswerRelay = calls.answers().unwrap();
+    for piece in server {
+        answers.feed(piece, &mut to_client);
+    }
+    let end = answers.finish(&mut to_client);
+    (to_server, to_client, end)
+}
+
+/// A session's traffic with everything the server side decides: calls of a
+/// typed and an untyped tool in flight at once, answers with the id last and
+/// first, one over budget, a broken one, one with its id twice, a notification,
+/// a `tools/list` that teaches a tool, a cancelled call answered late, and a
+/// call never answered.
+fn traffic() -> (String, String) {
+    let call = |id: u32, tool: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+        )
+    };
+    let text = |n: usize| {
+        format!(
+            r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#,
+            "w".repeat(n)
+        )
+    };
+    let client = [
+        call(1, "plain"),
+        call(2, "typed"),
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#.to_string(),
+        call(4, "plain"),
+        call(5, "plain"),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#.to_string(),
+        call(6, "late"),
+        call(7, "plain"),
+        call(8, "plain"),
+        format!(r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"plain","arguments":{{"a":"{}"}}}}}}"#, "v".repeat(3000)),
+    ]
+    .join("\n")
+        + "\n";
+    let server = [
+        format!(r#"{{"result":{},"jsonrpc":"2.0","id":1}}"#, text(5000)),
+        r#"{"result":{"content":[],"structuredContent":{"n":1}},"jsonrpc":"2.0","id":2}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}"#.to_string(),
+        r#"{"result":{"tools":[{"name":"late","outputSchema":{"type":"object"}}]},"jsonrpc":"2.0","id":3}"#.to_string(),
+        format!(r#"{{"jsonrpc":"2.0","id":4,"result":{}}}"#, text(10)),
+        format!(r#"{{"result":{},"jsonrpc":"2.0","id":5}}"#, text(3000)),
+        format!(r#"{{"result":{{"content":[],"structuredContent":{{"s":"{}"}}}},"jsonrpc":"2.0","id":6}}"#, "u".repeat(3000)),
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]},"id":8}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":8,"result":{"content":[tru"#.to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    (client, server)
+}
+
+fn small_config() -> ProxyConfig {
+    let mut cfg = ProxyConfig {
+        log_level: LogLevel::Error,
+        lookahead: 2048,
+        guard: Guard::new(ArgCaps {
+            max_arg_string_bytes: 1000,
+            ..ArgCaps::DEFAULT
+        }),
+        ..ProxyConfig::default()
+    };
+    cfg.limits.max_result_bytes = 1024;
+    cfg.limits.max_text_block_bytes = 512;
+    cfg
+}
+
+#[test]
+fn the_fed_form_decides_as_the_session_does_however_the_bytes_come() {
+    let (client, server) = traffic();
+    let cfg = small_config();
+    let tools = [("plain", false, true), ("typed", true, true)];
+    let threaded = relay_session(cfg.clone(), &tools, client.as_bytes(), server.as_bytes());
+    // What the session did, checked, so agreeing with it means something.
+    let lines: Vec<Value> = threaded
+        .to_client
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let by_id = |id: i64| -> Vec<&Value> { lines.iter().filter(|v| v["id"] == id).collect() };
+    assert_eq!(
+        by_id(9)[0]["result"]["_meta"]["resultbudget/refusal"]["cap"],
+        "max_arg_string_bytes"
+    );
+    assert_eq!(record(&by_id(1)[0]["result"]).unwrap()["truncated"], true);
+    assert!(by_id(2)[0]["result"]["structuredContent"].is_object());
+    assert_eq!(text(&by_id(4)[0]["result"], 0), "w".repeat(10));
+    assert!(
+        record(&by_id(5)[0]["result"]).is_some(),
+        "a cancelled call's late answer is still budgeted"
+    );
+    // `late` was learned typed from the client's tools/list: over budget, it fails whole.
+    assert_eq!(by_id(6)[0]["result"]["isError"], true);
+    assert!(text(&by_id(6)[0]["result"], 0).starts_with("result_budget_exceeded"));
+    // The answer with two ids is dropped and the call its last id names
+    // gets an error; the broken answer after it then answers nothing. Call
+    // 7 is left unanswered: when the output ends, it gets its error.
+    assert_eq!(by_id(8).len(), 1);
+    assert_eq!(by_id(8)[0]["error"]["code"], -32603);
+    assert!(by_id(8)[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("malformed"));
+    assert_eq!(by_id(7).len(), 1);
+    assert!(by_id(7)[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("exited before answering"));
+    assert_eq!((threaded.broken_line, threaded.orphaned), (false, 1));
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|v| v["method"] == "notifications/message")
+            .count(),
+        1
+    );
+    // Every line but the refused call went on.
+    assert_eq!(
+        threaded.to_server.iter().filter(|&&b| b == b'\n').count(),
+        9
+    );
+
+    let same = |what: String, (to_server, to_client, end): (Vec<u8>, Vec<u8>, ServerEnd)| {
+        assert_eq!(to_server, threaded.to_server, "{what}");
+        assert_eq!(
+            String::from_utf8_lossy(&to_client),
+            String::from_utf8_lossy(&threaded.to_client),
+            "{what}"
+        );
+        assert_eq!((end.broken_line, end.orphaned), (false, 1), "{what}");
+    };
+    let bytes = server.as_bytes();
+    for chunk in (1..=64).chain([1000, 4096]) {
+        let pieces: Vec<&[u8]> = bytes.chunks(chunk).collect();
+        same(
+            format!("chunks of {chunk}"),
+            fed(&cfg, &tools, client.as_bytes(), &pieces),
+        );
+    }
+    // Every split point of the server's output in two.
+    for at in 0..=bytes.len() {
+        let pieces = [&bytes[..at], &bytes[at..]];
+        same(
+            format!("split at {at}"),
+            fed(&cfg, &tools, client.as_bytes(), &pieces),
+        );
+    }
+}
+
+/// The fed form in front of the reference server, driven by one thread with
+/// no session threads at all: lines written through the gate, the server's
+/// bytes read and fed as they come.
+#[test]
+fn the_fed_form_in_front_of_a_real_server() {
+    let cmd = everything_cmd();
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .current_dir(peers_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn server-everything");
+    let mut server_in = child.stdin.take().expect("stdin");
+    let mut server_out = child.stdout.take().expect("stdout");
+    let calls = Calls::new(ProxyConfig::default());
+    let mut gate = calls.gate();
+    let mut answers = calls.answers().unwrap();
+    let mut to_client = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+
+    // Send these lines as a gateway would (checked, noted, then written),
+    // then read and feed until the answers with these ids are in; returns
+    // them in that order.
+    let mut exchange = |lines: &[Value], want: &[i64]| -> Vec<Value> {
+        for v in lines {
+            let line = serde_json::to_vec(v).unwrap();
+            match gate.check(&line) {
+                Fate::Forward { .. } => {
+                    calls.note(gate.facts(), gate.tool());
+                    server_in.write_all(gate.to_send()).unwrap();
+                }
+                Fate::Dropped { why, .. } => panic!("{why:?}"),
+            }
+        }
+        server_in.flush().unwrap();
+        loop {
+            let got: Vec<Value> = to_client
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect();
+            let found: Vec<Value> = want
+                .iter()
+                .filter_map(|id| {
+                    got.iter()
+                        .find(|v| v["id"] == *id && v.get("method").is_none())
+                })
+                .cloned()
+                .collect();
+            if found.len() == want.len() {
+                return found;
+            }
+            let n = server_out.read(&mut buf).unwrap();
+            assert!(n > 0, "the server ended early");
+            answers.feed(&buf[..n], &mut to_client);
+        }
+    };
+    exchange(
+        &[
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fed-test","version":"0"}}}),
+        ],
+        &[0],
+    );
+    // The client lists the tools: the answer teaches the session which are typed.
+    exchange(
+        &[json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})],
+        &[1],
+    );
+    let big = "k".repeat(200_000);
+    let got = exchange(
+        &[
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message": big}}}),
+            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get-structured-content","arguments":{"location":"Chicago"}}}),
+            json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"small"}}}),
+        ],
+        &[2, 3, 4],
+    );
+    let cut = &got[0]["result"];
+    assert!(text(cut, 0).starts_with("Echo: kkk") && text(cut, 0).len() <= 16 * 1024);
+    assert_eq!(record(cut).unwrap()["budget_kind"], "text_block_bytes");
+    assert!(got[1]["result"]["structuredContent"].is_object());
+    assert!(record(&got[1]["result"]).is_none());
+    assert_eq!(text(&got[2]["result"], 0), "Echo: small");
+
+    drop(server_in);
+    loop {
+        let n = server_out.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        answers.feed(&buf[..n], &mut to_client);
+    }
+    assert_eq!(answers.finish(&mut to_client), ServerEnd::default());
+    let _ = child.wait();
 }
