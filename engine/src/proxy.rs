@@ -1286,10 +1286,13 @@ impl AnswerRelay {
         used
     }
 
-    /// The server's output ended: a line it left unfinished is dropped (or,
-    /// if part of it went on, ended), and every request still in flight is
-    /// answered with an error, in the order it was sent. The relay is then
-    /// empty; feeding it more starts a new stream.
+    /// The server's output ended: a line it left without its newline is
+    /// dropped, or, if part of it went on already, ended there as its
+    /// newline would have ended it (the client reads one line, and the
+    /// request it answers is settled by it: by the answer if it is whole,
+    /// else by an error). Then every request still in flight is answered
+    /// with an error, in the order it was sent. The relay is then empty;
+    /// feeding it more starts a new stream.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> ServerEnd {
         let calls = self.calls.clone();
         let shared = &*calls.0;
@@ -1302,8 +1305,9 @@ impl AnswerRelay {
             );
             if self.streaming_out {
                 // What went out is ended as a line, so the errors owed
-                // below are lines the client can read.
-                out.push(b'\n');
+                // below are lines the client can read, and no request is
+                // answered twice: by the line, and below.
+                self.step(&[], true, out);
             }
         }
         self.reset_line();
@@ -2609,43 +2613,60 @@ mod tests {
     }
 
     /// The server's output ends inside a long pass-through line that had
-    /// begun to stream: what went out is ended as a line before the errors
+    /// begun to stream: what went out is ended as a line, before the errors
     /// for the requests left unanswered, so each of those is a line of its
-    /// own. Earlier builds wrote the first error on the end of the broken
-    /// line, where the client could not read it, and that request waited
-    /// for ever.
+    /// own, and the request the line answers is settled by it. Broken, the
+    /// line gets its request an error; whole but for its newline, it is that
+    /// request's answer, and no error follows for it. Earlier builds wrote
+    /// the first error on the end of the streamed bytes, where the client
+    /// could not read it, and that request waited for ever.
     #[test]
-    fn output_that_ends_inside_a_streamed_line_leaves_every_error_readable() {
+    fn output_that_ends_inside_a_streamed_line_leaves_every_answer_readable() {
         let read =
             r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}"#;
         let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"plain","arguments":{}}}"#;
         let client = format!("{read}\n{call}\n");
-        let server = format!(
+        let cut = format!(
             r#"{{"jsonrpc":"2.0","id":1,"result":{{"contents":[{{"uri":"file:///a","text":"{}"#,
             "t".repeat(200_000)
         );
-        for sizes in [vec![usize::MAX], vec![4096], vec![1000, 7]] {
-            let cfg = ProxyConfig {
-                max_hold: 64 << 10,
-                ..split_test_config(1 << 20, 64 << 10)
-            };
-            let out = relay_session(
-                cfg,
-                &[("plain", false, false)],
-                client.as_bytes(),
-                SplitReads::new(server.as_bytes(), &sizes),
-            );
-            assert!(out.broken_line, "{sizes:?}");
-            assert_eq!(out.orphaned, 2, "{sizes:?}");
-            let lines: Vec<&[u8]> = out.to_client.split(|&b| b == b'\n').collect();
-            assert_eq!(lines.len(), 4, "{sizes:?}: {}", short(&out.to_client));
-            assert!(server.as_bytes().starts_with(lines[0]) && lines[0].len() > 64 << 10);
-            for (line, id) in lines[1..3].iter().zip([1, 2]) {
-                let v: serde_json::Value = serde_json::from_slice(line).expect("an error line");
-                assert_eq!(v["id"], id, "{sizes:?}");
-                assert_eq!(v["error"]["code"], jsonrpc::INTERNAL_ERROR, "{sizes:?}");
+        let whole = format!("{cut}\"}}]}}}}");
+        for (server, broken) in [(cut, true), (whole, false)] {
+            for sizes in [vec![usize::MAX], vec![4096], vec![1000, 7]] {
+                let cfg = ProxyConfig {
+                    max_hold: 64 << 10,
+                    ..split_test_config(1 << 20, 64 << 10)
+                };
+                let out = relay_session(
+                    cfg,
+                    &[("plain", false, false)],
+                    client.as_bytes(),
+                    SplitReads::new(server.as_bytes(), &sizes),
+                );
+                // The server died in the middle of a line either way.
+                assert!(out.broken_line, "{sizes:?}");
+                assert_eq!(out.orphaned, 1, "{sizes:?}");
+                let lines: Vec<&[u8]> = out.to_client.split(|&b| b == b'\n').collect();
+                let n = if broken { 4 } else { 3 };
+                assert_eq!(lines.len(), n, "{sizes:?}: {}", short(&out.to_client));
+                let errors: Vec<serde_json::Value> = if broken {
+                    assert!(server.as_bytes().starts_with(lines[0]) && lines[0].len() > 64 << 10);
+                    lines[1..3]
+                        .iter()
+                        .map(|l| serde_json::from_slice(l).expect("an error line"))
+                        .collect()
+                } else {
+                    assert_eq!(lines[0], server.as_bytes(), "{sizes:?}");
+                    vec![serde_json::from_slice(lines[1]).expect("an error line")]
+                };
+                let ids: Vec<&serde_json::Value> = errors.iter().map(|v| &v["id"]).collect();
+                assert_eq!(ids, if broken { vec![1, 2] } else { vec![2] }, "{sizes:?}");
+                for v in &errors {
+                    assert_eq!(v["error"]["code"], jsonrpc::INTERNAL_ERROR, "{sizes:?}");
+                }
+                let last = errors.last().unwrap()["error"]["message"].as_str().unwrap();
+                assert!(last.contains("exited before answering"), "{last}");
             }
-            assert_eq!(lines[3], b"", "{sizes:?}");
         }
     }
 
