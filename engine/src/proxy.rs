@@ -83,16 +83,24 @@ enum Method {
     Other,
 }
 
-/// What the proxy knows of the server's tools.
+/// What the proxy knows of the server's tools, and where its own listing
+/// of them stands.
 #[derive(Debug, Default)]
 struct ToolsState {
     /// A complete `tools/list` was seen (or fetching was given up).
     known: bool,
-    /// Ids of the proxy's own `tools/list` requests that were answered.
-    answered: Vec<Vec<u8>>,
-    /// `nextCursor` of the last page the proxy fetched.
+    /// The id of the session's own `tools/list` the server has yet to answer.
+    asked: Option<Vec<u8>>,
+    /// Pages the session asked for since the tools were last not known.
+    pages: u32,
+    /// `nextCursor` of the last page the session fetched: the next to ask for.
     next_cursor: Option<Vec<u8>>,
 }
+
+/// The most pages of its own `tools/list` a session asks for in a row; then
+/// the tools count as known. Protects: the session against a server whose
+/// cursors never end.
+const MAX_TOOL_PAGES: u32 = 100;
 
 #[derive(Debug, Clone)]
 struct Pending {
@@ -437,6 +445,91 @@ impl Shared {
         }
     }
 
+    /// The session's next `tools/list` of its own (its id and its line),
+    /// noted in flight; `None` when the tools are known or one is in flight.
+    fn tools_request(&self, version: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+        let mut st = lock(&self.tools_state);
+        if st.known || st.asked.is_some() {
+            return None;
+        }
+        if st.pages >= MAX_TOOL_PAGES {
+            st.known = true;
+            return None;
+        }
+        let id = format!("\"resultbudget-tools-{}\"", st.pages).into_bytes();
+        let mut line = Vec::with_capacity(256);
+        line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        line.extend_from_slice(&id);
+        line.extend_from_slice(b",\"method\":\"tools/list\",\"params\":{");
+        let cursor = st.next_cursor.take();
+        if let Some(c) = &cursor {
+            line.extend_from_slice(b"\"cursor\":");
+            line.extend_from_slice(c);
+        }
+        if !version.is_empty() {
+            if cursor.is_some() {
+                line.push(b',');
+            }
+            line.extend_from_slice(b"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":");
+            line.extend_from_slice(version);
+            line.extend_from_slice(b",\"io.modelcontextprotocol/clientCapabilities\":{}}");
+        }
+        line.extend_from_slice(b"}}\n");
+        st.pages += 1;
+        st.asked = Some(id.clone());
+        drop(st);
+        // In flight before it is written (after `asked` names it, so its
+        // answer is known for the session's own however soon it comes).
+        lock(&self.pending).insert(
+            id.clone(),
+            Pending {
+                method: Method::ProxyToolsList,
+                cancelled: false,
+                modern: !version.is_empty(),
+                task: false,
+            },
+        );
+        Some((id, line))
+    }
+
+    /// The session's own `tools/list` `id` was answered (or will not be):
+    /// the next page is `next_cursor`; none left, the tools are known.
+    fn own_tools_answered(&self, id: &[u8], next_cursor: Option<Vec<u8>>) {
+        let mut st = lock(&self.tools_state);
+        // (A late answer to a request given up on names no request in flight.)
+        if st
+            .asked
+            .as_deref()
+            .is_some_and(|a| sniff::id_key(a) == sniff::id_key(id))
+        {
+            st.asked = None;
+            st.next_cursor = next_cursor;
+            if st.next_cursor.is_none() {
+                st.known = true;
+            }
+        }
+        drop(st);
+        self.tools_cv.notify_all();
+    }
+
+    /// Stop fetching the tools: what is known of them is all there is.
+    fn tools_given_up(&self) {
+        let mut st = lock(&self.tools_state);
+        st.known = true;
+        st.asked = None;
+        st.next_cursor = None;
+        drop(st);
+        self.tools_cv.notify_all();
+    }
+
+    /// The server said its tools changed: list them again before the next call.
+    fn tools_changed(&self) {
+        let mut st = lock(&self.tools_state);
+        st.known = false;
+        st.pages = 0;
+        st.next_cursor = None;
+    }
+
     fn log(&self, level: LogLevel, msg: &str) {
         if level <= self.cfg.log_level {
             let sink = match self.log_sink.read() {
@@ -557,6 +650,36 @@ impl Calls {
         }
         drop(table);
         lock(&self.0.tools_state).known = true;
+    }
+
+    /// Whether the session knows the server's tools: a complete listing was
+    /// read (the client's or its own), [`Calls::set_known_tools`] told it, or
+    /// fetching was given up; until the server says its list changed.
+    pub fn tools_known(&self) -> bool {
+        lock(&self.0.tools_state).known
+    }
+
+    /// The session's own `tools/list`, for the server to read before the
+    /// next `tools/call` goes on, so that the typed tools are known even to a
+    /// client that never lists them ([`Session`] does this itself): the line
+    /// and its newline, already noted in flight. `None` once the tools are
+    /// known, and while the last such request is unanswered. Its answer,
+    /// read by the [`AnswerRelay`], is never the client's; a listing of
+    /// several pages asks again here for each (at most 100). `version` is
+    /// the call's protocol-version `_meta`, as the gate read it
+    /// (`RequestFacts::version`; empty for none).
+    ///
+    /// A gateway holds the call until [`Calls::tools_known`], or until it
+    /// will wait no longer ([`Calls::give_up_tools`]; `Session` waits 3 s).
+    pub fn tools_request(&self, version: &[u8]) -> Option<Vec<u8>> {
+        self.0.tools_request(version).map(|(_, line)| line)
+    }
+
+    /// Stop waiting for the server's tools: what the session knows of them
+    /// is taken as all there is (a late answer still teaches it), until the
+    /// server says its list changed.
+    pub fn give_up_tools(&self) {
+        self.0.tools_given_up();
     }
 
     /// A request gate set up as this session's client side checks requests:
@@ -775,51 +898,21 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
 
 /// Before the first `tools/call`, learn the tools' `outputSchema` and annotations
 /// by asking the server itself (every page), so the typed-success rule holds
-/// even for a client that never lists tools. Waits at most `TOOLS_WAIT`.
+/// even for a client that never lists tools. Waits at most `TOOLS_WAIT` in all;
+/// then, or once the server's input is gone, the tools count as known.
 fn ensure_tools<W: Write>(shared: &Shared, to_server: &mut ToServer<W>, version: &[u8]) {
     if lock(&shared.tools_state).known {
         return;
     }
-    // The proxy's own tools/list goes after what came before it.
-    to_server.flush();
     let deadline = Instant::now() + TOOLS_WAIT;
-    let mut cursor: Option<Vec<u8>> = None;
-    for page in 0..100u32 {
-        let id = format!("\"resultbudget-tools-{page}\"").into_bytes();
-        let mut line = Vec::with_capacity(256);
-        line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        line.extend_from_slice(&id);
-        line.extend_from_slice(b",\"method\":\"tools/list\",\"params\":{");
-        let mut first = true;
-        if let Some(c) = &cursor {
-            line.extend_from_slice(b"\"cursor\":");
-            line.extend_from_slice(c);
-            first = false;
-        }
-        if !version.is_empty() {
-            if !first {
-                line.push(b',');
-            }
-            line.extend_from_slice(b"\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":");
-            line.extend_from_slice(version);
-            line.extend_from_slice(b",\"io.modelcontextprotocol/clientCapabilities\":{}}");
-        }
-        line.extend_from_slice(b"}}\n");
-        lock(&shared.pending).insert(
-            id.clone(),
-            Pending {
-                method: Method::ProxyToolsList,
-                cancelled: false,
-                modern: !version.is_empty(),
-                task: false,
-            },
-        );
+    while let Some((id, line)) = shared.tools_request(version) {
+        // After what came before it (`write` sends the batch first).
         to_server.write(&line);
         if to_server.pipe.is_none() {
             break;
         }
         let mut st = lock(&shared.tools_state);
-        while !st.answered.contains(&id) {
+        while st.asked.as_ref() == Some(&id) {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -829,19 +922,16 @@ fn ensure_tools<W: Write>(shared: &Shared, to_server: &mut ToServer<W>, version:
                 Err(p) => p.into_inner().0,
             };
         }
-        if !st.answered.contains(&id) {
+        if st.asked.as_ref() == Some(&id) {
+            drop(st);
             shared.log(
                 LogLevel::Warn,
                 "the server did not answer tools/list in time; typed tools may be cut",
             );
             break;
         }
-        cursor = st.next_cursor.take();
-        if cursor.is_none() {
-            break;
-        }
     }
-    lock(&shared.tools_state).known = true;
+    shared.tools_given_up();
 }
 
 fn client_to_server<R: Read>(
@@ -1316,8 +1406,12 @@ impl AnswerRelay {
         let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
         for (id, p) in pending {
             // A cancelled call is not waited for; the proxy's own `tools/list` is
-            // not the client's.
-            if p.cancelled || p.method == Method::ProxyToolsList {
+            // not the client's (whoever waits for it stops waiting).
+            if p.method == Method::ProxyToolsList {
+                shared.own_tools_answered(&id, None);
+                continue;
+            }
+            if p.cancelled {
                 continue;
             }
             end.orphaned += 1;
@@ -1487,8 +1581,7 @@ impl AnswerRelay {
             let p = target.and_then(|tid| lock(&shared.pending).remove(&tid));
             match p {
                 Some((tid, p)) if p.method == Method::ProxyToolsList => {
-                    lock(&shared.tools_state).answered.push(tid);
-                    shared.tools_cv.notify_all();
+                    shared.own_tools_answered(&tid, None);
                 }
                 Some((tid, _)) => out.extend_from_slice(&jsonrpc::error_reply(
                     Some(&tid),
@@ -1526,27 +1619,19 @@ impl AnswerRelay {
         if let (Some(p), Some(tp)) = (p.as_ref(), self.tools_probe.as_mut()) {
             if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
                 learn_tools(shared, tp);
-                let mut st = lock(&shared.tools_state);
-                if own {
-                    st.next_cursor = tp.next_cursor.take();
-                    if let Some(id) = answered {
-                        st.answered.push(id);
-                    }
+                if let (true, Some(id)) = (own, answered.as_deref()) {
+                    shared.own_tools_answered(id, tp.next_cursor.take());
                 } else if tp.next_cursor.is_none() {
-                    st.known = true;
+                    lock(&shared.tools_state).known = true;
+                    shared.tools_cv.notify_all();
                 }
-                drop(st);
-                shared.tools_cv.notify_all();
             }
-        } else if own {
+        } else if let (true, Some(id)) = (own, answered.as_deref()) {
             // An answer we cannot read (an error): stop waiting for it.
-            if let Some(id) = answered {
-                lock(&shared.tools_state).answered.push(id);
-            }
-            shared.tools_cv.notify_all();
+            shared.own_tools_answered(id, None);
         }
         if id.is_none() && is_list_changed(line_out) {
-            lock(&shared.tools_state).known = false;
+            shared.tools_changed();
         }
         let rec = proj.record();
         if rec.truncated() || proj.omitted_members() > 0 {
@@ -2265,14 +2350,15 @@ mod tests {
     fn the_proxys_own_tools_list_is_never_answered_to_the_client() {
         let out = SharedBuf::default();
         let shared = Session::new(ProxyConfig::default(), out.clone());
-        let own = b"\"resultbudget-tools-0\"".to_vec();
-        let p = Pending {
-            method: Method::ProxyToolsList,
-            cancelled: false,
-            modern: false,
-            task: false,
-        };
-        lock(&shared.shared().pending).insert(own.clone(), p.clone());
+        let state = shared.shared();
+        let (own, line) = state.tools_request(b"").expect("the tools are not known");
+        assert_eq!(own, b"\"resultbudget-tools-0\"");
+        assert!(line
+            .starts_with(br#"{"jsonrpc":"2.0","id":"resultbudget-tools-0","method":"tools/list""#));
+        assert!(
+            state.tools_request(b"").is_none(),
+            "one in flight at a time"
+        );
         // A broken answer to it (the server wrote bytes that are not UTF-8, say): the
         // proxy stops waiting for it, and the client, which never sent that id,
         // hears nothing.
@@ -2284,10 +2370,14 @@ mod tests {
             "{:?}",
             String::from_utf8_lossy(&lock(&out.0))
         );
-        assert!(lock(&shared.shared().tools_state).answered.contains(&own));
-        assert!(lock(&shared.shared().pending).get(&own).is_none());
+        let st = lock(&state.tools_state);
+        assert!(st.asked.is_none() && st.known, "{st:?}");
+        drop(st);
+        assert!(lock(&state.pending).get(&own).is_none());
         // Still pending when the server exits: nothing for the client either.
-        lock(&shared.shared().pending).insert(own.clone(), p);
+        state.tools_changed();
+        let (again, _) = state.tools_request(b"").expect("the tools changed");
+        assert_eq!(again, own, "a new listing starts at its first page");
         let outcome = shared.relay_server(&b""[..]);
         assert!(
             lock(&out.0).is_empty(),
@@ -2295,6 +2385,10 @@ mod tests {
             String::from_utf8_lossy(&lock(&out.0))
         );
         assert_eq!(outcome.orphaned, 0);
+        assert!(
+            lock(&state.tools_state).asked.is_none(),
+            "no one waits for it"
+        );
     }
 
     /// Whether `line` is JSON, lone surrogate escapes allowed (RFC 8259's

@@ -12,11 +12,28 @@ use resultbudget::proxy::{
 };
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// A server started as a gateway starts it: its stdin and stdout are the
+/// caller's, its stderr is dropped.
+fn spawn_server(cmd: &[String], env: &[(&str, &str)]) -> (Child, ChildStdin, ChildStdout) {
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .envs(env.iter().copied())
+        .current_dir(peers_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let server_in = child.stdin.take().expect("stdin");
+    let server_out = child.stdout.take().expect("stdout");
+    (child, server_in, server_out)
+}
 
 /// A session between the test (as the client, writing raw lines) and a
 /// server-everything child the test spawned.
@@ -33,17 +50,7 @@ struct Gateway {
 
 impl Gateway {
     fn start(cfg: ProxyConfig, tools: &[(&str, ToolFacts)]) -> Gateway {
-        let cmd = everything_cmd();
-        let mut child = Command::new(&cmd[0])
-            .args(&cmd[1..])
-            .current_dir(peers_dir())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server-everything");
-        let server_in = child.stdin.take().expect("stdin");
-        let server_out = child.stdout.take().expect("stdout");
+        let (child, server_in, server_out) = spawn_server(&everything_cmd(), &[]);
         let (from_client, to_session) = std::io::pipe().expect("pipe");
         let (from_session, to_client) = std::io::pipe().expect("pipe");
         let logs = Arc::new(Mutex::new(Vec::new()));
@@ -287,17 +294,7 @@ fn a_tokio_gateway_runs_the_relays_on_blocking_threads() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let cmd = everything_cmd();
-        let mut child = Command::new(&cmd[0])
-            .args(&cmd[1..])
-            .current_dir(peers_dir())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn server-everything");
-        let server_in = child.stdin.take().expect("stdin");
-        let server_out = child.stdout.take().expect("stdout");
+        let (mut child, server_in, server_out) = spawn_server(&everything_cmd(), &[]);
         let (client, gateway) = tokio::io::duplex(64 * 1024);
         let (from_client, to_client) = tokio::io::split(gateway);
         let session = Arc::new(Session::new(
@@ -527,50 +524,87 @@ fn the_fed_form_decides_as_the_session_does_however_the_bytes_come() {
     }
 }
 
-/// The fed form in front of the reference server, driven by one thread with
-/// no session threads at all: lines written through the gate, the server's
-/// bytes read and fed as they come.
-#[test]
-fn the_fed_form_in_front_of_a_real_server() {
-    let cmd = everything_cmd();
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .current_dir(peers_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn server-everything");
-    let mut server_in = child.stdin.take().expect("stdin");
-    let mut server_out = child.stdout.take().expect("stdout");
-    let calls = Calls::new(ProxyConfig::default());
-    let mut gate = calls.gate();
-    let mut answers = calls.answers().unwrap();
-    let mut to_client = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
+/// A gateway on the fed form, driven by one thread with no session threads
+/// at all: each client line through the session's gate, noted, then written
+/// to the server; the server's bytes read and fed as they come.
+struct Fed {
+    child: Child,
+    server_in: Option<ChildStdin>,
+    server_out: ChildStdout,
+    calls: Calls,
+    gate: resultbudget::gate::RequestGate,
+    answers: AnswerRelay,
+    to_client: Vec<u8>,
+    buf: Vec<u8>,
+}
 
-    // Send these lines as a gateway would (checked, noted, then written),
-    // then read and feed until the answers with these ids are in; returns
-    // them in that order.
-    let mut exchange = |lines: &[Value], want: &[i64]| -> Vec<Value> {
-        for v in lines {
-            let line = serde_json::to_vec(v).unwrap();
-            match gate.check(&line) {
-                Fate::Forward { .. } => {
-                    calls.note(gate.facts(), gate.tool());
-                    server_in.write_all(gate.to_send()).unwrap();
+impl Fed {
+    fn start(cmd: &[String], env: &[(&str, &str)], cfg: ProxyConfig) -> Fed {
+        let (child, server_in, server_out) = spawn_server(cmd, env);
+        let calls = Calls::new(cfg);
+        Fed {
+            child,
+            server_in: Some(server_in),
+            server_out,
+            gate: calls.gate(),
+            answers: calls.answers().unwrap(),
+            calls,
+            to_client: Vec::new(),
+            buf: vec![0u8; 64 * 1024],
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let w = self.server_in.as_mut().expect("the server's stdin is open");
+        w.write_all(bytes).unwrap();
+        w.flush().unwrap();
+    }
+
+    /// One read of the server's output, fed; false at its end.
+    fn read(&mut self) -> bool {
+        let n = self.server_out.read(&mut self.buf).unwrap();
+        self.answers.feed(&self.buf[..n], &mut self.to_client);
+        n > 0
+    }
+
+    /// A client line, as a gateway sends it; a `tools/call` waits for the
+    /// session's own listing of the tools first, if `list` (returns how many
+    /// pages it asked for).
+    fn send(&mut self, v: &Value, list: bool) -> usize {
+        let line = serde_json::to_vec(v).unwrap();
+        let fate = self.gate.check(&line);
+        assert!(matches!(fate, Fate::Forward { .. }), "{fate:?}");
+        let mut pages = 0;
+        if list && self.gate.facts().is_call() {
+            let version = self.gate.facts().version.clone();
+            while !self.calls.tools_known() {
+                if let Some(req) = self.calls.tools_request(&version) {
+                    self.write(&req);
+                    pages += 1;
                 }
-                Fate::Dropped { why, .. } => panic!("{why:?}"),
+                assert!(self.read(), "the server ended early");
             }
         }
-        server_in.flush().unwrap();
+        self.calls.note(self.gate.facts(), self.gate.tool());
+        let out = self.gate.to_send().to_vec();
+        self.write(&out);
+        pages
+    }
+
+    /// What the client read, line by line.
+    fn lines(&self) -> Vec<Value> {
+        self.to_client
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect()
+    }
+
+    /// Read until the answers with these ids are in; them, in that order.
+    fn answers_to(&mut self, ids: &[i64]) -> Vec<Value> {
         loop {
-            let got: Vec<Value> = to_client
-                .split(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| serde_json::from_slice(l).unwrap())
-                .collect();
-            let found: Vec<Value> = want
+            let got = self.lines();
+            let found: Vec<Value> = ids
                 .iter()
                 .filter_map(|id| {
                     got.iter()
@@ -578,50 +612,106 @@ fn the_fed_form_in_front_of_a_real_server() {
                 })
                 .cloned()
                 .collect();
-            if found.len() == want.len() {
+            if found.len() == ids.len() {
                 return found;
             }
-            let n = server_out.read(&mut buf).unwrap();
-            assert!(n > 0, "the server ended early");
-            answers.feed(&buf[..n], &mut to_client);
+            assert!(self.read(), "the server ended early");
         }
-    };
-    exchange(
-        &[
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fed-test","version":"0"}}}),
-        ],
-        &[0],
-    );
+    }
+
+    fn initialize(&mut self) {
+        self.send(
+            &json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fed-test","version":"0"}}}),
+            false,
+        );
+        self.answers_to(&[0]);
+        self.send(
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            false,
+        );
+    }
+
+    /// The client hangs up: the server's stdin closes, its output is read to
+    /// its end, and the relay finishes.
+    fn close(mut self) -> ServerEnd {
+        drop(self.server_in.take());
+        while self.read() {}
+        let end = self.answers.finish(&mut self.to_client);
+        let _ = self.child.wait();
+        end
+    }
+}
+
+/// The fed form in front of the reference server: typed and untyped calls in
+/// flight at once, each answer with its id last.
+#[test]
+fn the_fed_form_in_front_of_a_real_server() {
+    let mut fed = Fed::start(&everything_cmd(), &[], ProxyConfig::default());
+    fed.initialize();
     // The client lists the tools: the answer teaches the session which are typed.
-    exchange(
-        &[json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})],
-        &[1],
+    fed.send(
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}),
+        false,
     );
+    fed.answers_to(&[1]);
     let big = "k".repeat(200_000);
-    let got = exchange(
-        &[
-            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message": big}}}),
-            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get-structured-content","arguments":{"location":"Chicago"}}}),
-            json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"small"}}}),
-        ],
-        &[2, 3, 4],
-    );
+    for v in [
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message": big}}}),
+        json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get-structured-content","arguments":{"location":"Chicago"}}}),
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"small"}}}),
+    ] {
+        fed.send(&v, false);
+    }
+    let got = fed.answers_to(&[2, 3, 4]);
     let cut = &got[0]["result"];
     assert!(text(cut, 0).starts_with("Echo: kkk") && text(cut, 0).len() <= 16 * 1024);
     assert_eq!(record(cut).unwrap()["budget_kind"], "text_block_bytes");
     assert!(got[1]["result"]["structuredContent"].is_object());
     assert!(record(&got[1]["result"]).is_none());
     assert_eq!(text(&got[2]["result"], 0), "Echo: small");
+    assert_eq!(fed.close(), ServerEnd::default());
+}
 
-    drop(server_in);
-    loop {
-        let n = server_out.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        answers.feed(&buf[..n], &mut to_client);
-    }
-    assert_eq!(answers.finish(&mut to_client), ServerEnd::default());
-    let _ = child.wait();
+/// A client that never lists the tools: the fed gateway has the session ask
+/// for them before the first call, page by page (the Python test server
+/// answers two tools a page), and the typed tool's answer over budget then
+/// fails whole instead of being cut. The session's own listing never
+/// reaches the client.
+#[test]
+fn the_fed_form_lists_the_tools_itself_page_by_page() {
+    let cfg = ProxyConfig {
+        limits: McpLimits {
+            max_result_bytes: 4096,
+            ..McpLimits::DEFAULT
+        },
+        ..ProxyConfig::default()
+    };
+    let mut fed = Fed::start(&pyserver_cmd(), &[("RB_TOOLS_PAGE", "2")], cfg);
+    fed.initialize();
+    let pages = fed.send(
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rows","arguments":{"n": 500}}}),
+        true,
+    );
+    assert!(pages >= 5, "{pages} pages");
+    let pages_again = fed.send(
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big_text","arguments":{"n_bytes": 100000}}}),
+        true,
+    );
+    assert_eq!(pages_again, 0, "the tools are known now");
+    let got = fed.answers_to(&[1, 2]);
+    let typed = &got[0]["result"];
+    assert_eq!(typed["isError"], true, "{typed}");
+    assert!(
+        text(typed, 0).starts_with("result_budget_exceeded: the complete result of tool rows is ")
+    );
+    let untyped = &got[1]["result"];
+    assert_eq!(record(untyped).unwrap()["truncated"], true);
+    assert!(
+        fed.lines()
+            .iter()
+            .all(|v| !v["id"].to_string().contains("resultbudget-tools")),
+        "the session's own listing reached the client"
+    );
+    assert_eq!(fed.close(), ServerEnd::default());
 }
