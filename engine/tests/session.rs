@@ -715,3 +715,141 @@ fn the_fed_form_lists_the_tools_itself_page_by_page() {
     );
     assert_eq!(fed.close(), ServerEnd::default());
 }
+
+/// A tokio gateway on the fed form: one task per session, no blocking
+/// relays. It selects between the client's connection and the server's
+/// output; client lines go through the gate and are noted before their
+/// newline is written, the server's bytes through the answer relay. The
+/// server is the reference one, its pipes opened as tokio files.
+#[test]
+fn a_tokio_gateway_on_the_fed_form() {
+    use std::os::fd::OwnedFd;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    async fn gateway(
+        calls: Calls,
+        conn: DuplexStream,
+        server_in: tokio::fs::File,
+        mut server_out: tokio::fs::File,
+    ) -> ServerEnd {
+        let (mut from_client, mut to_client) = tokio::io::split(conn);
+        let mut server_in = Some(server_in);
+        let mut gate = calls.gate();
+        let mut answers = calls.answers().unwrap();
+        let (mut cbuf, mut sbuf) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
+        let (mut to_server, mut out) = (Vec::new(), Vec::new());
+        loop {
+            tokio::select! {
+                n = from_client.read(&mut cbuf), if server_in.is_some() => {
+                    let n = n.unwrap();
+                    if n == 0 {
+                        // The client hung up: so does the server's stdin.
+                        let mut w = server_in.take().unwrap();
+                        w.flush().await.unwrap();
+                        continue;
+                    }
+                    let mut rest = &cbuf[..n];
+                    while !rest.is_empty() {
+                        let end = rest.iter().position(|&b| b == b'\n');
+                        let piece = &rest[..end.unwrap_or(rest.len())];
+                        rest = &rest[end.map_or(rest.len(), |k| k + 1)..];
+                        gate.feed(piece, |b| to_server.extend_from_slice(b));
+                        if end.is_none() {
+                            continue;
+                        }
+                        match gate.end_line() {
+                            Fate::Forward { .. } => calls.note(gate.facts(), gate.tool()),
+                            Fate::Dropped { reply, .. } => out.extend(reply.unwrap_or_default()),
+                        }
+                        to_server.extend_from_slice(gate.to_send());
+                    }
+                    let w = server_in.as_mut().unwrap();
+                    w.write_all(&to_server).await.unwrap();
+                    w.flush().await.unwrap();
+                    to_server.clear();
+                }
+                n = server_out.read(&mut sbuf) => {
+                    let n = n.unwrap();
+                    if n == 0 {
+                        let end = answers.finish(&mut out);
+                        to_client.write_all(&out).await.unwrap();
+                        to_client.shutdown().await.unwrap();
+                        return end;
+                    }
+                    answers.feed(&sbuf[..n], &mut out);
+                }
+            }
+            if !out.is_empty() {
+                to_client.write_all(&out).await.unwrap();
+                out.clear();
+            }
+        }
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (mut child, server_in, server_out) = spawn_server(&everything_cmd(), &[]);
+        let file = |fd: OwnedFd| tokio::fs::File::from_std(std::fs::File::from(fd));
+        let calls = Calls::new(ProxyConfig {
+            guard: Guard::new(ArgCaps {
+                max_arg_string_bytes: 300_000,
+                ..ArgCaps::DEFAULT
+            }),
+            ..ProxyConfig::default()
+        });
+        let facts = ToolFacts {
+            typed: false,
+            read_only: true,
+        };
+        calls.set_known_tools([("echo", facts)]);
+        let (client, conn) = tokio::io::duplex(64 << 10);
+        let gw = tokio::spawn(gateway(
+            calls,
+            conn,
+            file(server_in.into()),
+            file(server_out.into()),
+        ));
+
+        let (read, mut write) = tokio::io::split(client);
+        let mut lines = tokio::io::BufReader::new(read).lines();
+        let big = "g".repeat(250_000);
+        for v in [
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"tokio-fed","version":"0"}}}),
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message": big}}}),
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message": "small"}}}),
+            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message": "q".repeat(400_000)}}}),
+        ] {
+            let mut line = serde_json::to_vec(&v).unwrap();
+            line.push(b'\n');
+            write.write_all(&line).await.unwrap();
+        }
+        let mut got = std::collections::HashMap::new();
+        while got.len() < 4 {
+            let line = lines.next_line().await.unwrap().expect("an answer");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("method").is_none() {
+                got.insert(v["id"].as_i64().unwrap(), v);
+            }
+        }
+        let cut = &got[&1]["result"];
+        assert!(text(cut, 0).starts_with("Echo: ggg") && text(cut, 0).len() <= 16 * 1024);
+        assert_eq!(record(cut).unwrap()["budget_kind"], "text_block_bytes");
+        assert_eq!(text(&got[&2]["result"], 0), "Echo: small");
+        assert_eq!(
+            got[&3]["result"]["_meta"]["resultbudget/refusal"]["cap"],
+            "max_arg_string_bytes"
+        );
+        // The client hangs up (its half of the connection shut down: the
+        // connection itself lives on in the half it reads with).
+        write.shutdown().await.unwrap();
+        let end = gw.await.unwrap();
+        assert_eq!(end, ServerEnd::default());
+        assert!(lines.next_line().await.unwrap().is_none(), "the gateway closed the client's end");
+        let _ = child.wait();
+    });
+}
