@@ -6,9 +6,11 @@
 //! measures a call; requests are registered as pending before their newline
 //! reaches the server) and server→client (responses are projected; the
 //! budget is picked from the pending requests). The server's stderr is inherited.
-//! See `docs/proxy.md` for the behaviour in detail. [`Session`] is the two
-//! relays over streams the caller owns; [`run`] is a session around a child
-//! process, on stdin and stdout.
+//! See `docs/proxy.md` for the behaviour in detail. The decisions are made by
+//! [`Calls`] (what one session knows, shared by both directions) and
+//! [`AnswerRelay`] (the server's side), fed bytes and doing no I/O;
+//! [`Session`] drives them as the two relays over streams the caller owns,
+//! and [`run`] is a session around a child process, on stdin and stdout.
 
 use crate::framing::{self, LineReader, Piece};
 use crate::gate::{Fate, RequestGate, Why};
@@ -1125,8 +1127,8 @@ fn register(shared: &Shared, f: &RequestFacts, tool: &str) {
 /// How the server's side of a [`Session`] ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerEnd {
-    /// The server's output ended in the middle of a line (that line was
-    /// not forwarded).
+    /// The server's output ended in the middle of a line: it was dropped,
+    /// or, had it begun to stream, ended there ([`AnswerRelay::finish`]).
     pub broken_line: bool,
     /// Requests of the client's that the server never answered; each was
     /// answered to the client with a JSON-RPC error.
