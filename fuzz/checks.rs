@@ -1168,15 +1168,15 @@ pub fn proxy_one(data: &[u8]) {
         .filter(|v| v["method"] == "notifications/cancelled")
         .map(|v| &v["params"]["requestId"])
         .collect();
-    for r in &requests {
-        let Some(id) = r.get("id") else {
-            continue;
-        };
-        if cancelled.contains(&id) {
-            continue;
-        }
+    // The requests owed an answer: each with an id, unless cancelled.
+    let owed: Vec<(&Value, &Value)> = requests
+        .iter()
+        .filter_map(|r| Some((*r, r.get("id")?)))
+        .filter(|(_, id)| !cancelled.contains(id))
+        .collect();
+    for (r, id) in &owed {
         assert!(
-            answers.iter().any(|a| a.get("id") == Some(id)),
+            answers.iter().any(|a| a.get("id") == Some(*id)),
             "request {} was never answered:\n{}",
             r,
             squash(&whole.to_client)
@@ -1252,18 +1252,12 @@ pub fn proxy_one(data: &[u8]) {
         served.len(),
         squash(&streamed.to_client)
     );
-    for r in &requests {
-        let Some(id) = r.get("id") else {
-            continue;
-        };
-        if cancelled.contains(&id) {
-            continue;
-        }
+    for (r, id) in &owed {
         assert!(
             s_values
                 .iter()
                 .flatten()
-                .any(|a| a.get("method").is_none() && a.get("id") == Some(id)),
+                .any(|a| a.get("method").is_none() && a.get("id") == Some(*id)),
             "request {r} was never answered with a hold of {hold}:\n{}",
             squash(&streamed.to_client)
         );

@@ -281,6 +281,14 @@ fn a_server_gone_mid_call_leaves_no_call_unanswered() {
     assert!(!end.broken_line);
 }
 
+/// A tokio runtime on this thread, its I/O and timers on.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// The tokio pattern `docs/library.md` gives: the client's connection is an
 /// async stream (here an in-memory duplex), bridged for the session's
 /// blocking relays, each on a blocking thread of the runtime.
@@ -289,11 +297,7 @@ fn a_tokio_gateway_runs_the_relays_on_blocking_threads() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     use tokio_util::io::SyncIoBridge;
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    runtime().block_on(async {
         let (mut child, server_in, server_out) = spawn_server(&everything_cmd(), &[]);
         let (client, gateway) = tokio::io::duplex(64 * 1024);
         let (from_client, to_client) = tokio::io::split(gateway);
@@ -786,11 +790,7 @@ fn a_tokio_gateway_on_the_fed_form() {
         }
     }
 
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    runtime().block_on(async {
         let (mut child, server_in, server_out) = spawn_server(&everything_cmd(), &[]);
         let file = |fd: OwnedFd| tokio::fs::File::from_std(std::fs::File::from(fd));
         let calls = Calls::new(ProxyConfig {
