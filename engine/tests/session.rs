@@ -1,6 +1,9 @@
-//! `proxy::Session`: the proxy's relays over streams the caller owns, in
-//! front of a real server the test started itself (the reference
-//! `server-everything`, which writes the `id` of each answer last).
+//! A whole MCP session in the library: `proxy::Session` (the proxy's relays
+//! over streams the caller owns) and its fed form, `Calls` and
+//! `AnswerRelay`, driven from one thread and from a tokio task. Mostly in
+//! front of real servers the tests start themselves: the reference
+//! `server-everything`, which writes the `id` of each answer last, and the
+//! Python test server, listing its tools in pages.
 mod peers_support;
 
 use peers_support::*;
