@@ -19,6 +19,7 @@ mod out;
 pub mod proxy;
 pub mod record;
 pub mod scan;
+mod session;
 pub mod sniff;
 pub mod tokenizer;
 pub mod transport;
