@@ -24,6 +24,21 @@ pub fn not_one_object(first: Option<u8>) -> bool {
     matches!(first, Some(b) if b != b'{')
 }
 
+/// The next piece of a line in `input`: its bytes before the first newline
+/// (or all of them), the bytes after that newline, and whether there was
+/// one (the line ended). For a caller that is handed bytes rather than
+/// reading them ([`LineReader`] is the reading twin).
+pub fn split_line(input: &[u8]) -> (&[u8], &[u8], bool) {
+    match memchr::memchr(b'\n', input) {
+        Some(k) => (
+            input.get(..k).unwrap_or(&[]),
+            input.get(k + 1..).unwrap_or(&[]),
+            true,
+        ),
+        None => (input, &[], false),
+    }
+}
+
 /// Read buffer size; also the most a single piece can be.
 pub const READ_BUF: usize = 64 * 1024;
 

@@ -912,42 +912,32 @@ impl AnswerRelay {
     /// Feed the server's `bytes`; what the client is to read is appended to
     /// `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
-        let mut rest = bytes;
-        while !rest.is_empty() {
-            let k = self.feed_until(rest, out, usize::MAX);
-            rest = rest.get(k..).unwrap_or(&[]);
-        }
+        // With no batch to stop at, one call uses every byte.
+        self.feed_until(bytes, out, usize::MAX);
     }
 
     /// As [`Self::feed`], but returns at the end of a line once `out` holds
     /// `batch` bytes or more: how many of `bytes` were used.
     pub(crate) fn feed_until(&mut self, bytes: &[u8], out: &mut Vec<u8>, batch: usize) -> usize {
-        let mut used = 0;
         let mut rest = bytes;
         while !rest.is_empty() {
-            match memchr::memchr(b'\n', rest) {
-                Some(k) => {
-                    if k > 0 {
-                        self.in_line = true;
-                        self.step(rest.get(..k).unwrap_or(&[]), false, out);
-                    }
-                    self.in_line = false;
-                    self.step(&[], true, out);
-                    used += k + 1;
-                    rest = rest.get(k + 1..).unwrap_or(&[]);
-                    if out.len() >= batch {
-                        break;
-                    }
-                }
-                None => {
-                    self.in_line = true;
-                    self.step(rest, false, out);
-                    used += rest.len();
-                    break;
-                }
+            let (piece, after, ended) = framing::split_line(rest);
+            // (As `LineReader` hands on a line: no empty piece before its end.)
+            if !piece.is_empty() {
+                self.in_line = true;
+                self.step(piece, false, out);
+            }
+            rest = after;
+            if !ended {
+                break;
+            }
+            self.in_line = false;
+            self.step(&[], true, out);
+            if out.len() >= batch {
+                break;
             }
         }
-        used
+        bytes.len() - rest.len()
     }
 
     /// The server's output ended: a line it left without its newline is
@@ -958,12 +948,10 @@ impl AnswerRelay {
     /// with an error, in the order it was sent. The relay is then empty;
     /// feeding it more starts a new stream.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> ServerEnd {
-        let calls = self.calls.clone();
-        let shared = &*calls.0;
         let mut end = ServerEnd::default();
         if self.in_line {
             end.broken_line = true;
-            shared.log(
+            self.calls.0.log(
                 LogLevel::Error,
                 "the server's output ended in the middle of a line",
             );
@@ -976,6 +964,7 @@ impl AnswerRelay {
         }
         self.reset_line();
         self.in_line = false;
+        let shared = &*self.calls.0;
         // The server is gone: answer everything still pending.
         let pending: Vec<(Vec<u8>, Pending)> = lock(&shared.pending).drain();
         for (id, p) in pending {
@@ -1000,8 +989,7 @@ impl AnswerRelay {
 
     /// One piece of a line (never holding its newline), or its end.
     pub(crate) fn step(&mut self, bytes: &[u8], end: bool, out: &mut Vec<u8>) {
-        let calls = self.calls.clone();
-        let shared = &*calls.0;
+        let shared = &*self.calls.0;
         let lone = shared.cfg.lone_surrogates;
         if !self.started {
             self.started = true;
@@ -1098,14 +1086,15 @@ impl AnswerRelay {
             self.line_out.clear();
         }
         if end {
-            self.end_line(shared, out);
+            self.end_line(out);
             self.reset_line();
         }
     }
 
     /// The current line ended: forward it or drop it, and settle what it
     /// answered.
-    pub(crate) fn end_line(&mut self, shared: &Shared, out: &mut Vec<u8>) {
+    pub(crate) fn end_line(&mut self, out: &mut Vec<u8>) {
+        let shared = &*self.calls.0;
         let proj = &mut self.proj;
         let line_out = &mut self.line_out;
         let blank = self.first.is_none();

@@ -95,14 +95,7 @@ impl LineProjector {
                 self.streamed = false;
                 self.line_out.clear();
             }
-            let (piece, rest, ended) = match memchr::memchr(b'\n', input) {
-                Some(k) => (
-                    input.get(..k).unwrap_or(&[]),
-                    input.get(k + 1..).unwrap_or(&[]),
-                    true,
-                ),
-                None => (input, &[][..], false),
-            };
+            let (piece, rest, ended) = crate::framing::split_line(input);
             input = rest;
             if self.first.is_none() {
                 self.first = crate::framing::first_content(piece);
