@@ -457,8 +457,9 @@ fn write_pipe<W: Write>(pipe: &mut Option<W>, bytes: &[u8]) {
 /// a burst waits for the rest of it to be read to a quarter.
 const OUT_BATCH: usize = 16 << 10;
 
-/// Whole lines gathered for one write, each way (the server's stdin, the
-/// client's stdout); never more than [`OUT_BATCH`] bytes.
+/// Whole lines gathered for one write to the server's stdin; never more
+/// than [`OUT_BATCH`] bytes but for one longer line alone. (The client's
+/// side gathers in the answer relay's output, `Session::relay_server`.)
 struct LineBatch(Vec<u8>);
 
 impl LineBatch {
