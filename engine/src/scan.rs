@@ -992,8 +992,8 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 mod x86_512 {
     use super::{
-        BlockJob, Blocks, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW,
-        PREV_HIGH, PREV_LOW,
+        BlockJob, Blocks, Classes, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH,
+        HEX_LOW, PREV_HIGH, PREV_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -1038,6 +1038,48 @@ mod x86_512 {
             // Bytes 0x80..=0xBF are, as signed bytes, exactly those below -64.
             cont: _mm512_cmplt_epi8_mask(v, _mm512_set1_epi8(-64)),
             high: _mm512_movepi8_mask(v),
+        }
+    }
+
+    /// [`Blocks::classes`]: one compare into a mask register a class.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn classes_512(b: &[u8; 64]) -> Classes {
+        let v = load(b);
+        let eq = |c: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(c as i8));
+        let digit = _mm512_cmplt_epu8_mask(
+            _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8)),
+            _mm512_set1_epi8(10),
+        );
+        Classes {
+            quote: eq(b'"'),
+            bslash: eq(b'\\'),
+            ws: eq(b' ') | eq(b'\t') | eq(b'\n') | eq(b'\r'),
+            lbrace: eq(b'{'),
+            rbrace: eq(b'}'),
+            lbrack: eq(b'['),
+            rbrack: eq(b']'),
+            colon: eq(b':'),
+            comma: eq(b','),
+            ctrl: _mm512_cmplt_epu8_mask(v, _mm512_set1_epi8(0x20)),
+            high: _mm512_movepi8_mask(v),
+            digit,
+            zero: eq(b'0'),
+            minus: eq(b'-'),
+            plus: eq(b'+'),
+            dot: eq(b'.'),
+            e: eq(b'e'),
+            big_e: eq(b'E'),
+            t: eq(b't'),
+            r: eq(b'r'),
+            u: eq(b'u'),
+            f: eq(b'f'),
+            a: eq(b'a'),
+            l: eq(b'l'),
+            s: eq(b's'),
+            n: eq(b'n'),
+            b: eq(b'b'),
+            slash: eq(b'/'),
         }
     }
 
@@ -1111,6 +1153,15 @@ mod x86_512 {
     pub struct Avx512Blocks(());
 
     impl Blocks for Avx512Blocks {
+        const SKIM: bool = true;
+
+        #[inline(always)]
+        fn classes(self, b: &[u8; 64]) -> Classes {
+            // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
+            // the dispatcher calls after detecting AVX-512 F and BW.
+            unsafe { classes_512(b) }
+        }
+
         #[inline(always)]
         fn below(self, k: u32) -> u64 {
             // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
@@ -1525,6 +1576,92 @@ pub fn masks_naive(b: &[u8; 64]) -> Masks {
     m
 }
 
+/// The byte classes of one 64-byte block that the block skim
+/// (`crate::skim`) reads JSON's grammar from; bit `k` describes byte `k`.
+/// Each is one compare at [`Level::Avx512`]; the skim runs only there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Classes {
+    pub quote: u64,
+    pub bslash: u64,
+    /// Space, tab, line feed, carriage return.
+    pub ws: u64,
+    pub lbrace: u64,
+    pub rbrace: u64,
+    pub lbrack: u64,
+    pub rbrack: u64,
+    pub colon: u64,
+    pub comma: u64,
+    /// Below 0x20.
+    pub ctrl: u64,
+    /// 0x80 and above.
+    pub high: u64,
+    /// `0`..=`9`.
+    pub digit: u64,
+    pub zero: u64,
+    pub minus: u64,
+    pub plus: u64,
+    pub dot: u64,
+    /// `e` (lower case: in `true` and `false`, and an exponent).
+    pub e: u64,
+    /// `E` (an exponent).
+    pub big_e: u64,
+    /// The other letters of `true`, `false` and `null`, and of the
+    /// one-character escapes (`b`, `/` with `f`, `n`, `r`, `t`).
+    pub t: u64,
+    pub r: u64,
+    pub u: u64,
+    pub f: u64,
+    pub a: u64,
+    pub l: u64,
+    pub s: u64,
+    pub n: u64,
+    pub b: u64,
+    pub slash: u64,
+}
+
+/// The naive oracle of [`Classes`] (and the portable implementation, which
+/// only tests use: the skim is off below [`Level::Avx512`]).
+pub fn classes_naive(blk: &[u8; 64]) -> Classes {
+    let mut c = Classes::default();
+    for (k, &x) in blk.iter().enumerate() {
+        let bit = 1u64 << k;
+        let set = |m: &mut u64, on: bool| {
+            if on {
+                *m |= bit;
+            }
+        };
+        set(&mut c.quote, x == b'"');
+        set(&mut c.bslash, x == b'\\');
+        set(&mut c.ws, is_ws(x));
+        set(&mut c.lbrace, x == b'{');
+        set(&mut c.rbrace, x == b'}');
+        set(&mut c.lbrack, x == b'[');
+        set(&mut c.rbrack, x == b']');
+        set(&mut c.colon, x == b':');
+        set(&mut c.comma, x == b',');
+        set(&mut c.ctrl, x < 0x20);
+        set(&mut c.high, x >= 0x80);
+        set(&mut c.digit, x.is_ascii_digit());
+        set(&mut c.zero, x == b'0');
+        set(&mut c.minus, x == b'-');
+        set(&mut c.plus, x == b'+');
+        set(&mut c.dot, x == b'.');
+        set(&mut c.e, x == b'e');
+        set(&mut c.big_e, x == b'E');
+        set(&mut c.t, x == b't');
+        set(&mut c.r, x == b'r');
+        set(&mut c.u, x == b'u');
+        set(&mut c.f, x == b'f');
+        set(&mut c.a, x == b'a');
+        set(&mut c.l, x == b'l');
+        set(&mut c.s, x == b's');
+        set(&mut c.n, x == b'n');
+        set(&mut c.b, x == b'b');
+        set(&mut c.slash, x == b'/');
+    }
+    c
+}
+
 /// Where [`find_block`] stopped: the block at `at` (64 bytes, or the short tail
 /// of the input, with no mask bit past its end) and its masks; for the
 /// whole blocks skipped before it (no special byte), how many continuation
@@ -1714,7 +1851,17 @@ pub(crate) fn below(k: u32) -> u64 {
 /// Code generic over it is compiled once per level by [`with_blocks`], so on
 /// x86_64 the AVX2 masks inline into the loop that uses them.
 pub trait Blocks: Copy {
+    /// Whether the block skim (`crate::skim`) pays at this level: true only
+    /// at [`Level::Avx512`], where each of its [`Classes`] is one compare.
+    /// At AVX2 a class is two compares, two `movemask`s and a join, and the
+    /// skim measured slower than the skip loop it would replace.
+    const SKIM: bool = false;
     fn masks(self, b: &[u8; 64]) -> Masks;
+    /// The byte classes of `b`; the same bits as [`classes_naive`].
+    #[inline(always)]
+    fn classes(self, b: &[u8; 64]) -> Classes {
+        classes_naive(b)
+    }
     /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
     /// the three bytes before the block; the same bits as [`utf8_flags_naive`].
     fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64;
