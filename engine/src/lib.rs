@@ -20,6 +20,7 @@ pub mod proxy;
 pub mod record;
 pub mod scan;
 mod session;
+mod skim;
 pub mod sniff;
 pub mod tokenizer;
 pub mod transport;

@@ -23,6 +23,7 @@
 
 use crate::error::{Error, ErrorKind};
 use crate::scan::{self, below};
+use crate::skim;
 
 /// Default limit on container nesting accepted by the tokenizer.
 ///
@@ -191,6 +192,38 @@ impl scan::BlockJob for SkipJob<'_, '_> {
     #[inline(always)]
     fn run<B: scan::Blocks>(self, blocks: B) -> Option<Tok> {
         self.lex.fast_skip_in(blocks, self.chunk, self.pos)
+    }
+}
+
+/// The longest wait, in bytes, between the skip loop's tries of the block
+/// skim when they take nothing or stop at a sparse block (`\u` escapes,
+/// long strings, pretty-printed input): a try costs about what the loop
+/// spends on 64 bytes, so well under 1% of its time from there on.
+const SKIM_WAIT_MAX: usize = 16 << 10;
+
+/// The block skim's view of a state between tokens inside a container.
+fn skim_prev(state: State) -> Option<skim::Prev> {
+    Some(match state {
+        State::ObjFirst => skim::Prev::ObjOpen,
+        State::ArrFirst => skim::Prev::ArrOpen,
+        State::ObjKey => skim::Prev::Comma,
+        // A value must come: after `:` or after `,` in an array.
+        State::Value => skim::Prev::Colon,
+        State::After => skim::Prev::ValueEnd,
+        State::Colon => skim::Prev::KeyEnd,
+        State::Done | State::Str | State::Num | State::Lit => return None,
+    })
+}
+
+/// The state after a block skim that ended after `prev`.
+fn skim_state(prev: skim::Prev, in_obj: bool) -> State {
+    match prev {
+        skim::Prev::ObjOpen => State::ObjFirst,
+        skim::Prev::ArrOpen => State::ArrFirst,
+        skim::Prev::Comma if in_obj => State::ObjKey,
+        skim::Prev::Comma | skim::Prev::Colon => State::Value,
+        skim::Prev::ValueEnd => State::After,
+        skim::Prev::KeyEnd => State::Colon,
     }
 }
 
@@ -2467,8 +2500,48 @@ impl Tokenizer {
         // A value that starts at this depth is `skip_one`'s own: the byte-wise
         // machine opens it (`u32::MAX`, never a depth, for `skip_rest`).
         let one_depth = if sk.one { sk.depth } else { u32::MAX };
+        // The block skim (where the CPU runs it) is first tried once this
+        // loop has taken a block's worth of bytes, so that a short skip
+        // (one dropped field) never pays for a try; after a try that took
+        // nothing, the wait doubles.
+        let mut skim_wait = skim::BLOCK;
+        let mut skim_from = if skim::available() {
+            i + skim_wait
+        } else {
+            usize::MAX
+        };
         let mut entered = None;
         while let Some(&b) = chunk.get(i) {
+            if i >= skim_from {
+                let prev = skim_prev(state);
+                let bounds = skim::Bounds {
+                    level: sk.depth,
+                    // Closing the outermost container is the byte loop's too.
+                    floor: close_floor.max(1),
+                    max_depth: self.max_depth,
+                    one: sk.one,
+                };
+                let taken = match prev {
+                    Some(p) if depth > 0 => skim::skim(chunk, i, p, depth, &mut self.stack, bounds),
+                    _ => None,
+                };
+                if let Some(t) = taken {
+                    i = t.end;
+                    depth = t.depth;
+                    in_obj = self.in_object();
+                    state = skim_state(t.prev, in_obj);
+                    sk.count += t.count;
+                    skim_wait = if t.sparse {
+                        (skim_wait * 2).min(SKIM_WAIT_MAX)
+                    } else {
+                        skim::BLOCK
+                    };
+                } else {
+                    skim_wait = (skim_wait * 2).min(SKIM_WAIT_MAX);
+                }
+                skim_from = i + skim_wait;
+                continue;
+            }
             if scan::is_ws(b) {
                 i = blocks.skip_ws_after(chunk, i);
                 continue;

@@ -246,6 +246,73 @@ fn skipping_validates_like_tokenizing_on_mutated_documents() {
     assert!(checked > 50_000, "{checked}");
 }
 
+/// Compact structure several blocks long, as the skip loop's block skim
+/// takes it (on a CPU with AVX-512): a list of small objects, numbers of
+/// every shape, the same list pretty-printed.
+fn structure_docs() -> Vec<Vec<u8>> {
+    let mut list = String::from("[");
+    for i in 0..6 {
+        if i > 0 {
+            list.push(',');
+        }
+        list.push_str(&format!(
+            "{{\"id\":{i},\"name\":\"item-{i}\",\"price\":{}.{:02},\"tags\":[\"red\",\"blue\"],\"active\":{},\"owner\":null}}",
+            i * 37 % 1000,
+            i * 7 % 100,
+            i % 3 == 0
+        ));
+    }
+    list.push(']');
+    let lists = format!("[{}0]", "[1,2.5,-3e3,true],".repeat(8));
+    let numbers = format!(
+        "{{\"a\":[0,-0,1.5,-2e10,3E+2,4e-2,0.001,-0.0e0,12345678901234567890,1E400],\"b\":{{\"c\":[true,false,null,[],{{}}],\"d\":\"text \\n \\\" \\/ \\\\ café\"}},\"e\":[[[[{{\"f\":[[[]]]}}]]]],\"g\":{}}}",
+        lists
+    );
+    let pretty = list
+        .replace(",", ",\n  ")
+        .replace(":", ": ")
+        .replace("{", "{ ");
+    vec![list.into_bytes(), numbers.into_bytes(), pretty.into_bytes()]
+}
+
+#[test]
+fn skipping_structure_validates_like_tokenizing() {
+    let subs: [&[u8]; 18] = [
+        b"\"", b"\\", b"}", b"]", b"{", b"[", b",", b":", b"\x00", b"\xc3", b"0", b"-", b"e", b".",
+        b"", b"t", b"\\u", b" ",
+    ];
+    let mut checked = 0;
+    for (d, doc) in structure_docs().iter().enumerate() {
+        // Valid as written, and the skip counts what serde_json counts.
+        let value: serde_json::Value = serde_json::from_slice(doc).expect("valid");
+        let items = match &value {
+            serde_json::Value::Array(a) => a.len(),
+            serde_json::Value::Object(o) => o.len(),
+            _ => unreachable!(),
+        };
+        let cuts: &[&[usize]] = &[&[], &[doc.len() / 3, doc.len() * 2 / 3]];
+        for c in cuts {
+            let toks = run_skip(doc, c, SkipMode::RestOfTop).expect("valid");
+            let want = format!("<skipped {items}>");
+            let toks = String::from_utf8_lossy(&toks);
+            assert!(toks.contains(&want), "doc {d}: {toks}");
+        }
+        for at in 0..doc.len() {
+            for sub in subs {
+                let mut m = doc[..at].to_vec();
+                m.extend_from_slice(sub);
+                m.extend_from_slice(&doc[at + 1..]);
+                let name = format!("structure doc {d} byte {at} -> {sub:?}");
+                assert_skip_agrees(&name, &m, &[]);
+                let cut = (at * 13 + d) % m.len().max(1);
+                assert_skip_agrees(&name, &m, &[cut]);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 20_000, "{checked}");
+}
+
 #[test]
 fn fast_paths_agree_with_every_single_split() {
     // Long strings of multi-byte characters and escapes: every split point lands

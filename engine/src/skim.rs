@@ -1,0 +1,850 @@
+//! The block skim: the skip loop's fast path over compact JSON, 64 bytes a
+//! step, with the grammar read from the block's byte-class masks
+//! ([`scan::Classes`]) instead of token by token.
+//!
+//! The skip loop in the tokenizer takes one token a trip: about 14
+//! instructions a byte on a list of small objects, most of them the dispatch
+//! on each token. Here a block is validated whole, and only its brackets are
+//! visited one by one (for the stack: which container each byte is in).
+//! Everything else is a few dozen operations on 64-bit masks:
+//!
+//! - strings: escapes from the backslash runs, then the bytes inside strings
+//!   by a prefix XOR of the unescaped quotes; no control byte inside, each
+//!   escape a one-character one (`\u` hands the block back), UTF-8 checked
+//!   by the level's flags;
+//! - scalars: the runs of bytes outside strings that are neither whitespace
+//!   nor structure; each must be a number (its grammar written as mask rules:
+//!   where a sign, a dot, an exponent and a leading zero may stand) or exactly
+//!   `true`, `false` or `null`;
+//! - grammar: for each kind of token, the next token (found across whitespace
+//!   by a carry through its runs) must be one its kind allows, and which
+//!   strings are keys follows from what comes before them.
+//!
+//! A block is taken up to its last structural byte outside strings (the
+//! *cut*): every token before the cut is then whole, and the state after it
+//! is one the tokenizer has (after `{`, `[`, `,`, `:` or a closer). The next
+//! block starts right after the cut. A block the skim cannot take whole (an
+//! error, a `\u` escape, a string longer than the block, a closer that ends
+//! the skip, the depth limit) is not taken at all: the skim stops before it,
+//! and the byte-wise loop goes on from exactly there, so errors keep their
+//! kind and offset. The skim only ever takes valid bytes, with the state the
+//! byte-wise loop would reach on them.
+//!
+//! It runs only at [`scan::Level::Avx512`] ([`Blocks::SKIM`]), where each
+//! class is one compare: on the bench's list of small objects it skimmed
+//! 1.6–1.7 GB/s where the byte-wise loop ran about 1.0. At AVX2 the classes
+//! cost more than the loop saves. The portable classes
+//! ([`scan::classes_naive`]) run it in tests, as the twin of the AVX-512 ones.
+use crate::scan::{self, BlockJob, Blocks, Classes};
+
+/// The last token before the skim's start (or after a block's cut), as far
+/// as what may follow it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prev {
+    /// `{`: a key or `}`.
+    ObjOpen,
+    /// `[`: a value or `]`.
+    ArrOpen,
+    /// `,`: a key in an object, a value in an array.
+    Comma,
+    /// `:` (or a `,` in an array, which allows the same): a value.
+    Colon,
+    /// A value: `,` or a closer.
+    ValueEnd,
+    /// A key: `:`.
+    KeyEnd,
+}
+
+/// What bounds a skim: the skip's own level and floor, and the depth limit.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// Values that start at this depth are counted.
+    pub level: u32,
+    /// A closer met at this depth or below ends the skip: not taken.
+    pub floor: u32,
+    /// No container is opened at this depth or deeper.
+    pub max_depth: u32,
+    /// `skip_one`: a value starting at `level` is the tokenizer's to open.
+    pub one: bool,
+}
+
+/// Where a skim stopped: right after the cut of its last block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Skimmed {
+    pub end: usize,
+    pub prev: Prev,
+    pub depth: u32,
+    /// Values started at [`Bounds::level`] in the bytes taken.
+    pub count: u64,
+    /// The skim stopped after a block with few tokens.
+    pub sparse: bool,
+}
+
+/// A block taken with fewer tokens than this ends the skim: on sparse
+/// input (pretty-printed structure, long numbers) the byte-wise loop is as
+/// fast or faster, and the skim is better left to the dense parts. The
+/// knee measured on this crate's benches: a list of small objects has
+/// about 20 tokens a block, `canada.json`'s coordinates about 10,
+/// `citm_catalog.json`'s indented objects fewer still; at 18 the list was
+/// no longer skimmed, at 16 it was, and the sparse inputs lost 2–3%
+/// (against 7% and 35% with no floor).
+const MIN_TOKENS: u32 = 16;
+
+/// The bytes of a skim's block: the skim never starts with fewer left.
+pub(crate) const BLOCK: usize = 64;
+
+/// Whether the skim runs: the level in use is AVX-512, and the environment
+/// does not turn it off (`RESULTBUDGET_NO_SKIM`, read once, like the
+/// level's own switches: for a side-by-side measurement, or should the
+/// skim ever be suspected).
+#[inline]
+pub(crate) fn available() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0 until read; then 1 (off) or 2 (on).
+    static ON: AtomicU8 = AtomicU8::new(0);
+    match ON.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let on = scan::level() == scan::Level::Avx512
+                && std::env::var_os("RESULTBUDGET_NO_SKIM").is_none();
+            ON.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+            on
+        }
+    }
+}
+
+/// Skim `chunk` from `at` (between tokens, after `prev`, `depth` containers
+/// open, `stack` their kinds) while whole blocks validate; `None` when not
+/// even the first block was taken. `stack` is updated as the blocks taken
+/// leave it. Runs only where [`available`].
+#[inline(never)]
+pub(crate) fn skim(
+    chunk: &[u8],
+    at: usize,
+    prev: Prev,
+    depth: u32,
+    stack: &mut Vec<bool>,
+    bounds: Bounds,
+) -> Option<Skimmed> {
+    scan::with_blocks(SkimJob {
+        chunk,
+        at,
+        prev,
+        depth,
+        stack,
+        bounds,
+        any_level: false,
+    })
+}
+
+/// [`skim`] at a given level, at any level (the portable one too): for the
+/// tests, which hold each level to the same results.
+#[cfg(test)]
+pub(crate) fn skim_at(
+    level: scan::Level,
+    chunk: &[u8],
+    at: usize,
+    prev: Prev,
+    depth: u32,
+    stack: &mut Vec<bool>,
+    bounds: Bounds,
+) -> Option<Skimmed> {
+    scan::with_blocks_at(
+        level,
+        SkimJob {
+            chunk,
+            at,
+            prev,
+            depth,
+            stack,
+            bounds,
+            any_level: true,
+        },
+    )
+}
+
+struct SkimJob<'a> {
+    chunk: &'a [u8],
+    at: usize,
+    prev: Prev,
+    depth: u32,
+    stack: &'a mut Vec<bool>,
+    bounds: Bounds,
+    /// Run below AVX-512 too (tests).
+    any_level: bool,
+}
+
+impl BlockJob for SkimJob<'_> {
+    type Out = Option<Skimmed>;
+
+    #[inline(always)]
+    fn run<B: Blocks>(self, blocks: B) -> Option<Skimmed> {
+        if !B::SKIM && !self.any_level {
+            return None;
+        }
+        let mut st = Skimmed {
+            end: self.at,
+            prev: self.prev,
+            depth: self.depth,
+            count: 0,
+            sparse: false,
+        };
+        while let Some(b) = self
+            .chunk
+            .get(st.end..)
+            .and_then(|s| s.first_chunk::<BLOCK>())
+        {
+            scan::prefetch(self.chunk, st.end + scan::PREFETCH_AHEAD);
+            let c = blocks.classes(b);
+            match block(blocks, b, &c, &mut st, self.stack, &self.bounds) {
+                None => break,
+                Some(tokens) if tokens < MIN_TOKENS => {
+                    st.sparse = true;
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        (st.end > self.at).then_some(st)
+    }
+}
+
+const EVEN: u64 = 0x5555_5555_5555_5555;
+const ODD: u64 = !EVEN;
+
+/// Bit `k` set when an odd number of bits `0..=k` of `x` are set.
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// The first token after each token that ends at a bit of `x` (and after a
+/// token just before the block, `before`), across the whitespace `ws`: the
+/// bit after each end, carried to the end of the whitespace run it falls in.
+#[inline(always)]
+fn next_token(x: u64, before: bool, ws: u64) -> u64 {
+    let y = (x << 1) | u64::from(before);
+    (y & !ws) | ((y & ws).wrapping_add(ws) & !ws)
+}
+
+/// The bits of the runs of `run` that begin at a bit of `start` (each run
+/// carries its start's bit to its end).
+#[inline(always)]
+fn runs_from(run: u64, start: u64) -> u64 {
+    (run.wrapping_add(start) ^ run) & run
+}
+
+/// Take the block `b` (classes `c`) after `st`, up to its cut; false (and
+/// nothing changed) if it cannot be taken whole.
+#[inline(always)]
+fn block<B: Blocks>(
+    blocks: B,
+    b: &[u8; 64],
+    c: &Classes,
+    st: &mut Skimmed,
+    stack: &mut Vec<bool>,
+    bounds: &Bounds,
+) -> Option<u32> {
+    // Escapes: in a run of backslashes, every other one from its first
+    // escapes the byte after it.
+    let bs = c.bslash;
+    let starts = bs & !(bs << 1);
+    let escaper = (runs_from(bs, starts & EVEN) & EVEN) | (runs_from(bs, starts & ODD) & ODD);
+    let escaped = escaper << 1;
+    let quote = c.quote & !escaped;
+    // Inside a string: from its opening quote up to (not with) its closing one.
+    let instr = prefix_xor(quote);
+    let ops = c.lbrace | c.rbrace | c.lbrack | c.rbrack | c.colon | c.comma;
+    let ops_out = ops & !instr;
+    if ops_out == 0 {
+        return None;
+    }
+    let cut = 63 - ops_out.leading_zeros();
+    // The bytes taken: up to the cut.
+    let v = u64::MAX >> (63 - cut);
+    let out = !instr & v;
+    // Strings: no control byte, one-character escapes, valid UTF-8.
+    let body = instr & !quote & v;
+    let simple = c.quote | c.bslash | c.slash | c.b | c.f | c.n | c.r | c.t;
+    if (body & c.ctrl) | (escaped & instr & v & !simple) != 0 {
+        return None;
+    }
+    if c.high & v != 0 && blocks.utf8_flags([0; 3], b) & v != 0 {
+        return None;
+    }
+    let ws = c.ws & out;
+    let open_q = quote & instr & v;
+    let close_q = quote & !instr & v;
+    let lbrace = c.lbrace & out;
+    let rbrace = c.rbrace & out;
+    let lbrack = c.lbrack & out;
+    let rbrack = c.rbrack & out;
+    let colon = c.colon & out;
+    let comma = c.comma & out;
+    // Scalars: the other bytes outside strings, in runs.
+    let sc = out & !quote & !c.ws & !ops;
+    let s0 = sc & !(sc << 1);
+    let s1 = sc & !(sc >> 1);
+    // Numbers: the runs that begin with a digit or `-`.
+    let dig = c.digit;
+    let num = runs_from(sc, s0 & (dig | c.minus));
+    let lit = sc & !num;
+    let first_dig = (s0 & dig) | ((s0 & c.minus) << 1);
+    let mut bad = (num & !(dig | c.minus | c.plus | c.dot | c.e | c.big_e))
+        | (((first_dig & c.zero) << 1) & dig & num)
+        | (s1 & num & !dig);
+    if num & (c.minus | c.plus | c.dot | c.e | c.big_e) != 0 {
+        let exp = (c.e | c.big_e) & num;
+        let dot = c.dot & num;
+        let signs = (c.minus | c.plus) & num;
+        let after_dot = runs_from(num, dot << 1);
+        let after_exp = runs_from(num, exp << 1);
+        bad |= (c.minus & num & !(s0 | (exp << 1)))
+            | (c.plus & num & !(exp << 1))
+            | ((signs << 1) & !dig)
+            | (dot & !(dig << 1))
+            | ((dot << 1) & !dig)
+            | (exp & !(dig << 1))
+            | ((exp << 1) & !(dig | c.minus | c.plus))
+            | (dot & after_dot)
+            | ((dot | exp) & after_exp);
+    }
+    // Literals: each run spelled out whole.
+    if lit != 0 {
+        let is_true = c.t & (c.r >> 1) & (c.u >> 2) & (c.e >> 3);
+        let is_null = c.n & (c.u >> 1) & (c.l >> 2) & (c.l >> 3);
+        let is_false = c.f & (c.a >> 1) & (c.l >> 2) & (c.s >> 3) & (c.e >> 4);
+        let ls = s0 & lit;
+        let ends = ((ls & (is_true | is_null)) << 3) | ((ls & is_false) << 4);
+        bad |= (ls & !(is_true | is_null | is_false)) | (ends ^ (s1 & lit));
+    }
+    if bad != 0 {
+        return None;
+    }
+    // Brackets, one by one: which container each byte is in (`obj`), and
+    // which bytes are at the counted level (`lvl`). A bit at a bracket
+    // holds the state before it. Pushes go to `pushed` (bit k: the k-th
+    // container opened here and still open is an object) and pops below
+    // them lower `kept`, so a block given back leaves `stack` as it was.
+    let mut depth = st.depth;
+    let mut kept = stack.len();
+    let mut pushed = 0u64;
+    let mut n_pushed = 0u32;
+    let mut obj = if stack.last() == Some(&true) { !0 } else { 0 };
+    let mut lvl = if depth == bounds.level { !0 } else { 0 };
+    let opens = lbrace | lbrack;
+    let mut m = opens | rbrace | rbrack;
+    while m != 0 {
+        let k = m.trailing_zeros();
+        let bit = 1u64 << k;
+        let after = (!0u64 << k) << 1;
+        let inner = if opens & bit != 0 {
+            if depth >= bounds.max_depth {
+                return None;
+            }
+            let o = lbrace & bit != 0;
+            pushed = (pushed & !(1 << n_pushed)) | (u64::from(o) << n_pushed);
+            n_pushed += 1;
+            depth += 1;
+            o
+        } else {
+            if depth <= bounds.floor {
+                return None;
+            }
+            if n_pushed > 0 {
+                n_pushed -= 1;
+            } else {
+                kept = kept.saturating_sub(1);
+            }
+            depth -= 1;
+            if n_pushed > 0 {
+                (pushed >> (n_pushed - 1)) & 1 != 0
+            } else {
+                kept.checked_sub(1).and_then(|j| stack.get(j)) == Some(&true)
+            }
+        };
+        obj = if inner { obj | after } else { obj & !after };
+        lvl = if depth == bounds.level {
+            lvl | after
+        } else {
+            lvl & !after
+        };
+        m &= m - 1;
+    }
+    // Each closer closes its own kind.
+    if (rbrace & !obj) | (rbrack & obj) != 0 {
+        return None;
+    }
+    // Grammar: what may follow each token. The token before the block
+    // (`st.prev`) is a carry into the first.
+    let p = st.prev;
+    let in_obj = obj & 1 != 0;
+    let value = open_q | s0 | lbrace | lbrack;
+    let after_lbrace = next_token(lbrace, p == Prev::ObjOpen, ws) & v;
+    let after_lbrack = next_token(lbrack, p == Prev::ArrOpen, ws) & v;
+    // After `:` and after a `,` in an array alike: a value.
+    let before_value = p == Prev::Colon || (p == Prev::Comma && !in_obj);
+    let after_colon = next_token(colon | (comma & !obj), before_value, ws) & v;
+    let after_obj_comma = next_token(comma & obj, p == Prev::Comma && in_obj, ws) & v;
+    let key_open = (after_lbrace | after_obj_comma) & open_q;
+    // A key's closing quote: its opening bit carried along the string.
+    let key_close = instr.wrapping_add(key_open) & close_q;
+    let after_key = next_token(key_close, p == Prev::KeyEnd, ws) & v;
+    let ends = (close_q & !key_close) | s1 | rbrace | rbrack;
+    let after_value = next_token(ends, p == Prev::ValueEnd, ws) & v;
+    let bad = (after_lbrace & !(open_q | rbrace))
+        | (after_lbrack & !(value | rbrack))
+        | (after_colon & !value)
+        | (after_obj_comma & !open_q)
+        | (after_key & !colon)
+        | (after_value & !(comma | rbrace | rbrack));
+    if bad != 0 {
+        return None;
+    }
+    let counted = value & !key_open & lvl;
+    if bounds.one && counted != 0 {
+        return None;
+    }
+    // Taken: commit.
+    stack.truncate(kept);
+    for k in 0..n_pushed {
+        stack.push((pushed >> k) & 1 != 0);
+    }
+    st.depth = depth;
+    st.count += u64::from(counted.count_ones());
+    let at_cut = 1u64 << cut;
+    st.prev = if lbrace & at_cut != 0 {
+        Prev::ObjOpen
+    } else if lbrack & at_cut != 0 {
+        Prev::ArrOpen
+    } else if comma & at_cut != 0 {
+        Prev::Comma
+    } else if colon & at_cut != 0 {
+        Prev::Colon
+    } else {
+        Prev::ValueEnd
+    };
+    st.end += cut as usize + 1;
+    Some((ops_out & v).count_ones() + open_q.count_ones() + s0.count_ones())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::Level;
+
+    /// The levels to hold to each other: the portable classes and the
+    /// AVX-512 ones (where the CPU has them; else that run is portable too).
+    const LEVELS: [Level; 2] = [Level::Portable, Level::Avx512];
+
+    struct ClassesJob<'a>(&'a [u8; 64]);
+
+    impl BlockJob for ClassesJob<'_> {
+        type Out = Classes;
+        fn run<B: Blocks>(self, blocks: B) -> Classes {
+            blocks.classes(self.0)
+        }
+    }
+
+    fn xorshift(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn classes_match_their_oracle() {
+        let mut seed = 0x2545_F491_4F6C_DD1D;
+        for round in 0..20_000 {
+            let mut b = [0u8; 64];
+            for x in b.iter_mut() {
+                let r = xorshift(&mut seed);
+                // Half the rounds any byte, half JSON's own bytes.
+                *x = if round % 2 == 0 {
+                    r as u8
+                } else {
+                    b"{}[]:,\"\\ \t\n\r0123456789-+.eEtrufalsnb/x\x01\x7f\xc3\xa9"
+                        [(r % 38) as usize]
+                };
+            }
+            let want = scan::classes_naive(&b);
+            for level in [Level::Avx2, Level::Avx512] {
+                assert_eq!(scan::with_blocks_at(level, ClassesJob(&b)), want, "{b:?}");
+            }
+        }
+    }
+
+    /// A slow twin: the bytes `s[at..end]` read one by one from the same
+    /// state; `Some` (the state at `end`, and the values started at
+    /// `bounds.level`) only if every byte is valid and within `bounds`, and
+    /// `end` is just after a structural byte.
+    fn reference(
+        s: &[u8],
+        at: usize,
+        end: usize,
+        prev: Prev,
+        stack: &[bool],
+        bounds: Bounds,
+    ) -> Option<(Prev, Vec<bool>, u64)> {
+        let mut st = stack.to_vec();
+        let mut p = prev;
+        let mut i = at;
+        let mut count = 0;
+        let mut last_op = false;
+        while i < end {
+            let b = *s.get(i)?;
+            let depth = st.len() as u32;
+            let in_obj = st.last() == Some(&true);
+            if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+                i += 1;
+                last_op = false;
+                continue;
+            }
+            let value_ok = p == Prev::ArrOpen || p == Prev::Colon || (p == Prev::Comma && !in_obj);
+            let key_ok = p == Prev::ObjOpen || (p == Prev::Comma && in_obj);
+            let starts_value = value_ok && !matches!(b, b'}' | b']' | b',' | b':');
+            if starts_value && depth == bounds.level {
+                if bounds.one {
+                    return None;
+                }
+                count += 1;
+            }
+            last_op = matches!(b, b'{' | b'[' | b'}' | b']' | b',' | b':');
+            match b {
+                b'{' | b'[' => {
+                    if !value_ok || depth >= bounds.max_depth {
+                        return None;
+                    }
+                    st.push(b == b'{');
+                    p = if b == b'{' {
+                        Prev::ObjOpen
+                    } else {
+                        Prev::ArrOpen
+                    };
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    let ok = p == Prev::ValueEnd
+                        || (p == Prev::ObjOpen && b == b'}')
+                        || (p == Prev::ArrOpen && b == b']');
+                    if !ok || st.last() != Some(&(b == b'}')) || depth <= bounds.floor {
+                        return None;
+                    }
+                    st.pop();
+                    p = Prev::ValueEnd;
+                    i += 1;
+                }
+                b',' => {
+                    if p != Prev::ValueEnd {
+                        return None;
+                    }
+                    p = Prev::Comma;
+                    i += 1;
+                }
+                b':' => {
+                    if p != Prev::KeyEnd {
+                        return None;
+                    }
+                    p = Prev::Colon;
+                    i += 1;
+                }
+                b'"' => {
+                    if !key_ok && !value_ok {
+                        return None;
+                    }
+                    let close = (i + 1..end).find(|&j| {
+                        s.get(j) == Some(&b'"')
+                            && s[i + 1..j]
+                                .iter()
+                                .rev()
+                                .take_while(|&&c| c == b'\\')
+                                .count()
+                                % 2
+                                == 0
+                    })?;
+                    let text = std::str::from_utf8(s.get(i..=close)?).ok()?;
+                    if serde_json::from_str::<String>(text).is_err() {
+                        return None;
+                    }
+                    // The skim leaves `\u` escapes to the byte-wise loop.
+                    let mut k = i + 1;
+                    while k < close {
+                        if s[k] == b'\\' {
+                            if s[k + 1] == b'u' {
+                                return None;
+                            }
+                            k += 1;
+                        }
+                        k += 1;
+                    }
+                    i = close + 1;
+                    p = if key_ok { Prev::KeyEnd } else { Prev::ValueEnd };
+                }
+                _ => {
+                    if !value_ok {
+                        return None;
+                    }
+                    let from = i;
+                    while i < end
+                        && !matches!(
+                            s[i],
+                            b' ' | b'\t'
+                                | b'\n'
+                                | b'\r'
+                                | b'{'
+                                | b'}'
+                                | b'['
+                                | b']'
+                                | b':'
+                                | b','
+                                | b'"'
+                        )
+                    {
+                        i += 1;
+                    }
+                    let tok = &s[from..i];
+                    let ok = matches!(tok, b"true" | b"false" | b"null")
+                        || (tok
+                            .iter()
+                            .all(|c| c.is_ascii_digit() || b"-+.eE".contains(c))
+                            && serde_json::from_slice::<serde_json::Value>(tok)
+                                .is_ok_and(|v| v.is_number()));
+                    if !ok {
+                        return None;
+                    }
+                    p = Prev::ValueEnd;
+                }
+            }
+        }
+        last_op.then_some((p, st, count))
+    }
+
+    const BOUNDS: Bounds = Bounds {
+        level: 1,
+        floor: 1,
+        max_depth: 24,
+        one: false,
+    };
+
+    fn bases() -> Vec<Vec<u8>> {
+        let mut list = b"[".to_vec();
+        for i in 0..30 {
+            if i > 0 {
+                list.push(b',');
+            }
+            list.extend_from_slice(
+                format!(
+                    "{{\"id\":{i},\"name\":\"item-{i}\",\"price\":{}.{:02},\"tags\":[\"red\",\"blue\"],\"active\":{},\"owner\":null}}",
+                    i * 37 % 1000,
+                    i % 100,
+                    i % 3 == 0
+                )
+                .as_bytes(),
+            );
+        }
+        list.push(b']');
+        let mixed = r#"[{"a":[1,2.5e-3,-0,true,false,null,"x\"y\\z\n\/"],"b":{"c":{},"d":[]}} , [ [ ] , { } ] ,"s" , 1E+5 , 0.25 , {"k" : "v" , "l" :[ "m" ]},
+  {"caf\u00e9":"caf\u00e9","é":"ü€𝄞","n":-12.5E-07, "deep":[[[[{"x":[[[]]]}]]]]},
+  {"a":[1,2.5e-3,-0,true,false,null,"x\"y\\z\n"],"b":{"c":{},"d":[]}} , [ [ ] , { } ] ,"s" , 1E+5 , 0.25 , {"k" : "v" , "l" :[ "m" ]}, 1]"#;
+        vec![list, mixed.as_bytes().to_vec()]
+    }
+
+    /// Whatever the skim takes, the slow twin takes too, and reaches the
+    /// same state, stack and count; the two levels agree byte for byte.
+    #[test]
+    fn the_skim_takes_only_what_its_twin_takes() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15;
+        let alphabet = b"{}[]:,\"\\ \t\n0123456789-+.eEtrufalsnb/xu\x01\x7f\xc3\xa9";
+        let bases = bases();
+        let (mut tried, mut taken) = (0, 0);
+        for round in 0..40_000u64 {
+            let mut d = bases[(round % 2) as usize].clone();
+            for _ in 0..(xorshift(&mut seed) % 4) {
+                let at = (xorshift(&mut seed) as usize) % d.len();
+                let ch = alphabet[(xorshift(&mut seed) as usize) % alphabet.len()];
+                match xorshift(&mut seed) % 3 {
+                    0 => d[at] = ch,
+                    1 => d.insert(at, ch),
+                    _ => {
+                        d.remove(at);
+                    }
+                }
+            }
+            if d.first() != Some(&b'[') {
+                continue;
+            }
+            // Start at every one of the first few token boundaries the
+            // skim could be handed, as the skip loop hands them.
+            let start = 1 + (round as usize / 2) % 3;
+            let Some(prev) = (match d.get(start - 1) {
+                Some(b'[') => Some(Prev::ArrOpen),
+                Some(b'{') => Some(Prev::ObjOpen),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let stack0: Vec<bool> = d
+                .get(..start)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|&c| match c {
+                    b'[' => Some(false),
+                    b'{' => Some(true),
+                    _ => None,
+                })
+                .collect();
+            if stack0.len() != start {
+                continue;
+            }
+            tried += 1;
+            let mut outs = Vec::new();
+            for level in LEVELS {
+                let mut stack = stack0.clone();
+                let depth = stack.len() as u32;
+                let got = skim_at(level, &d, start, prev, depth, &mut stack, BOUNDS);
+                if let Some(t) = got {
+                    let want = reference(&d, start, t.end, prev, &stack0, BOUNDS);
+                    assert_eq!(
+                        want,
+                        Some((t.prev, stack.clone(), t.count)),
+                        "{level:?} took {}..{} of {}",
+                        start,
+                        t.end,
+                        String::from_utf8_lossy(&d)
+                    );
+                    assert_eq!(t.depth as usize, stack.len());
+                } else {
+                    assert_eq!(stack, stack0, "a block not taken changed the stack");
+                }
+                outs.push((got, stack));
+            }
+            assert_eq!(
+                outs[0],
+                outs[1],
+                "levels disagree on {}",
+                String::from_utf8_lossy(&d)
+            );
+            if outs[0].0.is_some() {
+                taken += 1;
+            }
+        }
+        // Not vacuous: most documents (few mutations, early in them or not
+        // at all) are taken at least in part.
+        assert!(
+            tried > 20_000 && taken > tried / 2,
+            "tried {tried}, taken {taken}"
+        );
+    }
+
+    /// The unmutated inputs are taken to their last whole block, with the
+    /// right count of the list's items.
+    #[test]
+    fn a_list_is_taken_to_its_last_block() {
+        let bases = bases();
+        let list = &bases[0];
+        for level in LEVELS {
+            let mut stack = vec![false];
+            let t = skim_at(level, list, 1, Prev::ArrOpen, 1, &mut stack, BOUNDS)
+                .expect("the list is taken");
+            assert!(t.end + BLOCK > list.len(), "{} of {}", t.end, list.len());
+            let want = reference(list, 1, t.end, Prev::ArrOpen, &[false], BOUNDS);
+            assert_eq!(want, Some((t.prev, stack, t.count)));
+            assert!(t.count >= 25, "{}", t.count);
+        }
+    }
+
+    /// What the skim must leave to the byte-wise loop: the closer that ends
+    /// the skip, the depth limit, a value `skip_one` opens itself, a `\u`
+    /// escape, a string longer than a block, invalid bytes.
+    #[test]
+    fn the_skim_stops_before_what_it_must_not_take() {
+        let pad = |inner: &str| {
+            let mut d = b"[".to_vec();
+            d.extend_from_slice("1,".repeat(40).as_bytes());
+            d.extend_from_slice(inner.as_bytes());
+            d.extend_from_slice("1,".repeat(40).as_bytes());
+            d.extend_from_slice(b"2]");
+            d
+        };
+        let cases: [(&str, Bounds, Vec<u8>); 6] = [
+            (
+                "the skip's end",
+                Bounds {
+                    level: 2,
+                    floor: 2,
+                    ..BOUNDS
+                },
+                {
+                    let mut d = b"[[".to_vec();
+                    d.extend_from_slice("1,".repeat(50).as_bytes());
+                    d.extend_from_slice(b"1],");
+                    d.extend_from_slice("1,".repeat(50).as_bytes());
+                    d.extend_from_slice(b"2]");
+                    d
+                },
+            ),
+            (
+                "depth",
+                Bounds {
+                    max_depth: 3,
+                    ..BOUNDS
+                },
+                pad("[[[1]]],"),
+            ),
+            (
+                "skip_one",
+                Bounds {
+                    one: true,
+                    floor: 2,
+                    ..BOUNDS
+                },
+                pad(""),
+            ),
+            ("\\u", BOUNDS, pad("\"\\u0041\",")),
+            (
+                "long string",
+                BOUNDS,
+                pad(&format!("\"{}\",", "x".repeat(70))),
+            ),
+            ("invalid", BOUNDS, pad("01,")),
+        ];
+        for (what, bounds, d) in cases {
+            let start = if what == "the skip's end" { 2 } else { 1 };
+            let prev = Prev::ArrOpen;
+            let stack0 = vec![false; start];
+            // Where the bytes the skim must not take begin.
+            let bad_at = match what {
+                "the skip's end" => 103,
+                "skip_one" => 1,
+                _ => 81,
+            };
+            for level in LEVELS {
+                let mut stack = stack0.clone();
+                let depth = start as u32;
+                let got = skim_at(level, &d, start, prev, depth, &mut stack, bounds);
+                let end = got.map_or(start, |t| t.end);
+                if let Some(t) = got {
+                    let want = reference(&d, start, t.end, prev, &stack0, bounds);
+                    assert_eq!(want, Some((t.prev, stack, t.count)), "{what} at {level:?}");
+                }
+                assert!(
+                    end <= bad_at,
+                    "{what} at {level:?}: took up to {end}, past {bad_at}"
+                );
+                // It took every block before the one that holds them.
+                assert!(
+                    end + BLOCK > bad_at,
+                    "{what} at {level:?}: stopped early, at {end}"
+                );
+            }
+        }
+    }
+}
