@@ -1226,6 +1226,12 @@ pub struct Tokenizer {
     /// byte by byte first (see [`short_number_end`]). A speed hint only; it
     /// lives here, not in a register of the loop, which measured faster.
     short_numbers: bool,
+    /// How many bytes the skip loop takes itself before it next tries the
+    /// block skim: one block, doubled after each try that takes nothing or
+    /// stops at a sparse block, up to [`SKIM_WAIT_MAX`]. A speed hint only,
+    /// kept across calls (and messages), so that input the skim does not
+    /// take (escape-rich or pretty-printed) stops paying for tries.
+    skim_wait: usize,
     /// One entry per open container: true for an object.
     stack: Vec<bool>,
     /// Absolute offset of byte 0 of the current chunk.
@@ -1308,6 +1314,7 @@ impl Tokenizer {
             depth: 0,
             max_depth,
             short_numbers: true,
+            skim_wait: skim::BLOCK,
             stack,
             base: 0,
             skip: None,
@@ -1350,9 +1357,11 @@ impl Tokenizer {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         let (count_chars, lone) = (self.count_chars, self.lone_surrogates);
+        let skim_wait = self.skim_wait;
         *self = Tokenizer::with_stack(self.max_depth, stack);
         self.count_chars = count_chars;
         self.lone_surrogates = lone;
+        self.skim_wait = skim_wait;
     }
 
     /// Open containers at this point.
@@ -2500,13 +2509,11 @@ impl Tokenizer {
         // A value that starts at this depth is `skip_one`'s own: the byte-wise
         // machine opens it (`u32::MAX`, never a depth, for `skip_rest`).
         let one_depth = if sk.one { sk.depth } else { u32::MAX };
-        // The block skim (where the CPU runs it) is first tried once this
-        // loop has taken a block's worth of bytes, so that a short skip
-        // (one dropped field) never pays for a try; after a try that took
-        // nothing, the wait doubles.
-        let mut skim_wait = skim::BLOCK;
+        // The block skim (where the CPU runs it) is tried once this loop
+        // has taken `skim_wait` bytes itself, at least a block's worth, so
+        // that a short skip (one dropped field) never pays for a try.
         let mut skim_from = if skim::available() {
-            i + skim_wait
+            i + self.skim_wait
         } else {
             usize::MAX
         };
@@ -2531,15 +2538,15 @@ impl Tokenizer {
                     in_obj = self.in_object();
                     state = skim_state(t.prev, in_obj);
                     sk.count += t.count;
-                    skim_wait = if t.sparse {
-                        (skim_wait * 2).min(SKIM_WAIT_MAX)
+                    self.skim_wait = if t.sparse {
+                        (self.skim_wait * 2).min(SKIM_WAIT_MAX)
                     } else {
                         skim::BLOCK
                     };
                 } else {
-                    skim_wait = (skim_wait * 2).min(SKIM_WAIT_MAX);
+                    self.skim_wait = (self.skim_wait * 2).min(SKIM_WAIT_MAX);
                 }
-                skim_from = i + skim_wait;
+                skim_from = i + self.skim_wait;
                 continue;
             }
             if scan::is_ws(b) {
