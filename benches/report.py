@@ -348,7 +348,7 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
              f"memory {mach['mem']}; Linux {mach['kernel']}")
     L.append(f"- Compiler: {mach['rustc']}; profile `bench` (opt-level 3, debug=1, no LTO, "
              "no `target-cpu=native`: the engine picks its level at run time on x86_64, "
-             "AVX-512 F+BW for string blocks where the CPU has it (the skip loop at AVX2), "
+             "AVX-512 F+BW for string blocks and the block skim where the CPU has it (the rest of the skip loop at AVX2), "
              "else AVX2, else SSE2; NEON on aarch64)")
     if env:
         L.append(f"- Engine: commit `{env.get('commit', '?')}`")

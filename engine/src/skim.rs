@@ -31,10 +31,11 @@
 //! byte-wise loop would reach on them.
 //!
 //! It runs only at [`scan::Level::Avx512`] ([`Blocks::SKIM`]), where each
-//! class is one compare: on the bench's list of small objects it skimmed
-//! 1.6–1.7 GB/s where the byte-wise loop ran about 1.0. At AVX2 the classes
-//! cost more than the loop saves. The portable classes
-//! ([`scan::classes_naive`]) run it in tests, as the twin of the AVX-512 ones.
+//! class is one compare: on the bench's list of small objects the skip ran
+//! at about 1.5 GB/s with it and 0.9 without (criterion;
+//! `docs/performance.md`, the thirty-third round). At AVX2 the classes cost more
+//! than the loop saves. The portable classes ([`scan::classes_naive`]) run it
+//! in tests, as the twin of the AVX-512 ones.
 use crate::scan::{self, BlockJob, Blocks, Classes};
 
 /// The last token before the skim's start (or after a block's cut), as far
