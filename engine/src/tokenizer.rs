@@ -2519,7 +2519,9 @@ impl Tokenizer {
         };
         let mut entered = None;
         while let Some(&b) = chunk.get(i) {
-            if i >= skim_from {
+            // A try needs a whole block; with less left, the loop ends the
+            // chunk itself (not counted as a try that took nothing).
+            if i >= skim_from && chunk.len() - i >= skim::BLOCK {
                 let prev = skim_prev(state);
                 let bounds = skim::Bounds {
                     level: sk.depth,
