@@ -128,15 +128,7 @@ pub(crate) fn skim(
     stack: &mut Vec<bool>,
     bounds: Bounds,
 ) -> Option<Skimmed> {
-    scan::with_blocks(SkimJob {
-        chunk,
-        at,
-        prev,
-        depth,
-        stack,
-        bounds,
-        any_level: false,
-    })
+    scan::with_blocks(SkimJob::new(chunk, at, prev, depth, stack, bounds, false))
 }
 
 /// [`skim`] at a given level, at any level (the portable one too): for the
@@ -151,18 +143,8 @@ pub(crate) fn skim_at(
     stack: &mut Vec<bool>,
     bounds: Bounds,
 ) -> Option<Skimmed> {
-    scan::with_blocks_at(
-        level,
-        SkimJob {
-            chunk,
-            at,
-            prev,
-            depth,
-            stack,
-            bounds,
-            any_level: true,
-        },
-    )
+    let job = SkimJob::new(chunk, at, prev, depth, stack, bounds, true);
+    scan::with_blocks_at(level, job)
 }
 
 struct SkimJob<'a> {
@@ -174,6 +156,28 @@ struct SkimJob<'a> {
     bounds: Bounds,
     /// Run below AVX-512 too (tests).
     any_level: bool,
+}
+
+impl<'a> SkimJob<'a> {
+    fn new(
+        chunk: &'a [u8],
+        at: usize,
+        prev: Prev,
+        depth: u32,
+        stack: &'a mut Vec<bool>,
+        bounds: Bounds,
+        any_level: bool,
+    ) -> SkimJob<'a> {
+        SkimJob {
+            chunk,
+            at,
+            prev,
+            depth,
+            stack,
+            bounds,
+            any_level,
+        }
+    }
 }
 
 impl BlockJob for SkimJob<'_> {
@@ -211,9 +215,6 @@ impl BlockJob for SkimJob<'_> {
     }
 }
 
-const EVEN: u64 = 0x5555_5555_5555_5555;
-const ODD: u64 = !EVEN;
-
 /// Bit `k` set when an odd number of bits `0..=k` of `x` are set.
 #[inline(always)]
 fn prefix_xor(mut x: u64) -> u64 {
@@ -242,8 +243,9 @@ fn runs_from(run: u64, start: u64) -> u64 {
     (run.wrapping_add(start) ^ run) & run
 }
 
-/// Take the block `b` (classes `c`) after `st`, up to its cut; false (and
-/// nothing changed) if it cannot be taken whole.
+/// Take the block `b` (classes `c`) after `st`, up to its cut, and say how
+/// many tokens it held; `None` (and nothing changed) if it cannot be taken
+/// whole.
 #[inline(always)]
 fn block<B: Blocks>(
     blocks: B,
@@ -253,12 +255,8 @@ fn block<B: Blocks>(
     stack: &mut Vec<bool>,
     bounds: &Bounds,
 ) -> Option<u32> {
-    // Escapes: in a run of backslashes, every other one from its first
-    // escapes the byte after it.
-    let bs = c.bslash;
-    let starts = bs & !(bs << 1);
-    let escaper = (runs_from(bs, starts & EVEN) & EVEN) | (runs_from(bs, starts & ODD) & ODD);
-    let escaped = escaper << 1;
+    // Escapes: the block starts between tokens, outside any escape.
+    let escaped = scan::escape_leads(c.bslash) << 1;
     let quote = c.quote & !escaped;
     // Inside a string: from its opening quote up to (not with) its closing one.
     let instr = prefix_xor(quote);
