@@ -208,6 +208,27 @@ fn block_docs() -> Vec<Vec<u8>> {
     docs
 }
 
+/// Each byte of `doc` (document `d`) replaced by each of `subs`: skipping
+/// agrees with tokenizing, whole and with one split, moved around by
+/// `stride` so that it lands on every kind of byte. Returns the variants
+/// checked.
+fn substitutions_agree(kind: &str, d: usize, doc: &[u8], subs: &[&[u8]], stride: usize) -> usize {
+    let mut checked = 0;
+    for at in 0..doc.len() {
+        for sub in subs {
+            let mut m = doc[..at].to_vec();
+            m.extend_from_slice(sub);
+            m.extend_from_slice(&doc[at + 1..]);
+            let name = format!("{kind} {d} byte {at} -> {sub:?}");
+            assert_skip_agrees(&name, &m, &[]);
+            let cut = (at * stride + d) % m.len().max(1);
+            assert_skip_agrees(&name, &m, &[cut]);
+            checked += 1;
+        }
+    }
+    checked
+}
+
 #[test]
 fn skipping_validates_like_tokenizing_on_mutated_documents() {
     let subs: [&[u8]; 14] = [
@@ -229,19 +250,7 @@ fn skipping_validates_like_tokenizing_on_mutated_documents() {
     let mut checked = 0;
     for (d, doc) in block_docs().iter().enumerate() {
         assert_skip_agrees("block doc", doc, &[]);
-        for at in 0..doc.len() {
-            for sub in subs {
-                let mut m = doc[..at].to_vec();
-                m.extend_from_slice(sub);
-                m.extend_from_slice(&doc[at + 1..]);
-                let name = format!("doc {d} byte {at} -> {sub:?}");
-                assert_skip_agrees(&name, &m, &[]);
-                // One split, moved around so it lands on every kind of byte.
-                let cut = (at * 7 + d) % m.len().max(1);
-                assert_skip_agrees(&name, &m, &[cut]);
-                checked += 1;
-            }
-        }
+        checked += substitutions_agree("doc", d, doc, &subs, 7);
     }
     assert!(checked > 50_000, "{checked}");
 }
@@ -297,18 +306,7 @@ fn skipping_structure_validates_like_tokenizing() {
             let toks = String::from_utf8_lossy(&toks);
             assert!(toks.contains(&want), "doc {d}: {toks}");
         }
-        for at in 0..doc.len() {
-            for sub in subs {
-                let mut m = doc[..at].to_vec();
-                m.extend_from_slice(sub);
-                m.extend_from_slice(&doc[at + 1..]);
-                let name = format!("structure doc {d} byte {at} -> {sub:?}");
-                assert_skip_agrees(&name, &m, &[]);
-                let cut = (at * 13 + d) % m.len().max(1);
-                assert_skip_agrees(&name, &m, &[cut]);
-                checked += 1;
-            }
-        }
+        checked += substitutions_agree("structure doc", d, doc, &subs, 13);
     }
     assert!(checked > 20_000, "{checked}");
 }
