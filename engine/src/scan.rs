@@ -1148,6 +1148,15 @@ mod x86_512 {
         HexMasks::from_classes(|k| _mm512_test_epi8_mask(cls, _mm512_set1_epi8(k as i8)))
     }
 
+    /// [`Blocks::prefix_xor`]: `x` times all ones, carry-less; the low
+    /// half of the product holds at bit `k` the XOR of bits `0..=k`.
+    #[target_feature(enable = "pclmulqdq")]
+    #[inline]
+    fn prefix_xor_clmul(x: u64) -> u64 {
+        let p = _mm_clmulepi64_si128::<0>(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1));
+        _mm_cvtsi128_si64(p) as u64
+    }
+
     /// The AVX-512 block level; made only by [`run_avx512`].
     #[derive(Debug, Clone, Copy)]
     pub struct Avx512Blocks(());
@@ -1197,6 +1206,13 @@ mod x86_512 {
         }
 
         #[inline(always)]
+        fn prefix_xor(self, x: u64) -> u64 {
+            // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
+            // the dispatcher calls after detecting PCLMULQDQ (with AVX-512).
+            unsafe { prefix_xor_clmul(x) }
+        }
+
+        #[inline(always)]
         fn skip_ws_after(self, s: &[u8], i: usize) -> usize {
             // SAFETY: as above; this level implies AVX2.
             unsafe { super::x86::skip_ws_after_avx2(s, i) }
@@ -1206,9 +1222,9 @@ mod x86_512 {
     /// Run `job` compiled for AVX-512, so its block scans inline.
     ///
     /// # Safety
-    /// The CPU must support AVX-512 F and BW, AVX2, POPCNT, BMI1 and BMI2
-    /// (checked at run time by the caller).
-    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw")]
+    /// The CPU must support AVX-512 F and BW, AVX2, POPCNT, BMI1, BMI2 and
+    /// PCLMULQDQ (checked at run time by the caller).
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw,pclmulqdq")]
     pub unsafe fn run_avx512<J: BlockJob>(job: J) -> J::Out {
         job.run(Avx512Blocks(()))
     }
@@ -1837,6 +1853,20 @@ fn find_block_with<B: Blocks, const EAGER: bool>(
     found
 }
 
+/// Bit `k` set when an odd number of bits `0..=k` of `x` are set: with `x`
+/// a block's unescaped quotes, the bytes from each opening quote up to (not
+/// with) its closing one. The portable twin of [`Blocks::prefix_xor`].
+#[inline(always)]
+pub fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
 /// The low `k` bits of a block mask (all of them from 64).
 #[inline(always)]
 pub(crate) fn below(k: u32) -> u64 {
@@ -1876,6 +1906,14 @@ pub trait Blocks: Copy {
     #[inline(always)]
     fn below(self, k: u32) -> u64 {
         below(k)
+    }
+    /// [`prefix_xor`] at this level: bit `k` set when an odd number of bits
+    /// `0..=k` of `x` are. One carry-less multiply at AVX-512 (whose
+    /// detection asks for PCLMULQDQ with it), where the shifts are a chain
+    /// of twelve dependent steps.
+    #[inline(always)]
+    fn prefix_xor(self, x: u64) -> u64 {
+        prefix_xor(x)
     }
     /// [`skip_ws_after`] at this level: `s[i]` is whitespace; the index of
     /// the first byte after it that is not (or `s.len()`). The baseline
@@ -1936,7 +1974,7 @@ pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 if J::AVX512 && avx512_ok() => {
             // SAFETY: `avx512_ok` checked (once, cached) that the CPU has
-            // AVX-512 F and BW, AVX2 and POPCNT.
+            // AVX-512 F and BW, AVX2, POPCNT, BMI1, BMI2 and PCLMULQDQ.
             unsafe { x86_512::run_avx512(job) }
         }
         #[cfg(target_arch = "x86_64")]
@@ -2224,7 +2262,12 @@ fn has_avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn has_avx512() -> bool {
-    has_avx2() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
+    // Every CPU with AVX-512 so far has PCLMULQDQ too; asked for all the
+    // same, since the level's `prefix_xor` uses it.
+    has_avx2()
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("pclmulqdq")
 }
 
 /// NEON, unless the environment asks for the portable level
@@ -2474,6 +2517,44 @@ mod tests {
 
     /// The best x86_64 level the CPU has is the one in use (unless the
     /// environment asks for less).
+    /// Each level's prefix XOR against a walk over the bits, on edge values
+    /// and random ones (quote masks are random enough).
+    #[test]
+    fn prefix_xor_at_every_level_matches_a_bit_walk() {
+        struct Job(u64);
+        impl BlockJob for Job {
+            type Out = u64;
+            fn run<B: Blocks>(self, blocks: B) -> u64 {
+                blocks.prefix_xor(self.0)
+            }
+        }
+        let walk = |x: u64| {
+            let (mut odd, mut out) = (false, 0u64);
+            for k in 0..64 {
+                odd ^= (x >> k) & 1 != 0;
+                out |= u64::from(odd) << k;
+            }
+            out
+        };
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let edges = [
+            0,
+            1,
+            1 << 63,
+            u64::MAX,
+            0x8000_0000_0000_0001,
+            0x5555_5555_5555_5555,
+        ];
+        let randoms = (0..20_000).map(|_| xorshift(&mut seed) & xorshift(&mut seed));
+        for x in edges.into_iter().chain(randoms) {
+            let want = walk(x);
+            assert_eq!(prefix_xor(x), want, "{x:#x}");
+            for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+                assert_eq!(with_blocks_at(level, Job(x)), want, "{level:?} {x:#x}");
+            }
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_best_x86_level_is_in_use() {

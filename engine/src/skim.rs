@@ -215,18 +215,6 @@ impl BlockJob for SkimJob<'_> {
     }
 }
 
-/// Bit `k` set when an odd number of bits `0..=k` of `x` are set.
-#[inline(always)]
-fn prefix_xor(mut x: u64) -> u64 {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    x
-}
-
 /// The first token after each token that ends at a bit of `x` (and after a
 /// token just before the block, `before`), across the whitespace `ws`: the
 /// bit after each end, carried to the end of the whitespace run it falls in.
@@ -259,7 +247,7 @@ fn block<B: Blocks>(
     let escaped = scan::escape_leads(c.bslash) << 1;
     let quote = c.quote & !escaped;
     // Inside a string: from its opening quote up to (not with) its closing one.
-    let instr = prefix_xor(quote);
+    let instr = blocks.prefix_xor(quote);
     let ops = c.lbrace | c.rbrace | c.lbrack | c.rbrack | c.colon | c.comma;
     let ops_out = ops & !instr;
     if ops_out == 0 {
