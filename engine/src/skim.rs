@@ -259,8 +259,13 @@ fn block<B: Blocks>(
     let out = !instr & v;
     // Strings: no control byte, one-character escapes, valid UTF-8.
     let body = instr & !quote & v;
-    let simple = c.quote | c.bslash | c.slash | c.b | c.f | c.n | c.r | c.t;
-    if (body & c.ctrl) | (escaped & instr & v & !simple) != 0 {
+    if body & c.ctrl != 0 {
+        return None;
+    }
+    // On a branch: structure often has no escape at all, and the masks of
+    // `b` and `/` serve only here.
+    let esc = escaped & instr & v;
+    if esc != 0 && esc & !(c.quote | c.bslash | c.slash | c.b | c.f | c.n | c.r | c.t) != 0 {
         return None;
     }
     if c.high & v != 0 && blocks.utf8_flags([0; 3], b) & v != 0 {
