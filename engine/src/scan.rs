@@ -379,6 +379,19 @@ const HEX_LOW: [u8; 16] = {
     t
 };
 
+/// JSON's whitespace by low nibble, for a `pshufb` lookup: entry `k` is the
+/// whitespace byte whose low nibble is `k` (space 0, tab 9, line feed A,
+/// carriage return D), else 0, which no byte with that nibble equals (and a
+/// byte from 0x80 looks up 0).
+const WS_BY_LOW: [u8; 16] = {
+    let mut t = [0u8; 16];
+    t[0x0] = b' ';
+    t[0x9] = b'\t';
+    t[0xA] = b'\n';
+    t[0xD] = b'\r';
+    t
+};
+
 /// The backslashes of `bs` that begin an escape, for a block read from a
 /// point outside any escape: in each run of backslashes, those at an even
 /// distance from the run's start (the others are escaped by the one before).
@@ -993,7 +1006,7 @@ mod x86 {
 mod x86_512 {
     use super::{
         BlockJob, Blocks, Classes, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH,
-        HEX_LOW, PREV_HIGH, PREV_LOW,
+        HEX_LOW, PREV_HIGH, PREV_LOW, WS_BY_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -1051,10 +1064,13 @@ mod x86_512 {
             _mm512_sub_epi8(v, _mm512_set1_epi8(b'0' as i8)),
             _mm512_set1_epi8(10),
         );
+        // Each whitespace byte has a low nibble of its own: one lookup of
+        // the byte the nibble asks for, and one compare.
+        let ws = _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(table(&WS_BY_LOW), v), v);
         Classes {
             quote: eq(b'"'),
             bslash: eq(b'\\'),
-            ws: eq(b' ') | eq(b'\t') | eq(b'\n') | eq(b'\r'),
+            ws,
             lbrace: eq(b'{'),
             rbrace: eq(b'}'),
             lbrack: eq(b'['),

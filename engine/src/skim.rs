@@ -292,14 +292,16 @@ fn block<B: Blocks>(
     let mut bad = (num & !(dig | c.minus | c.plus | c.dot | c.e | c.big_e))
         | (((first_dig & c.zero) << 1) & dig & num)
         | (s1 & num & !dig);
-    if num & (c.minus | c.plus | c.dot | c.e | c.big_e) != 0 {
-        let exp = (c.e | c.big_e) & num;
-        let dot = c.dot & num;
-        let signs = (c.minus | c.plus) & num;
+    let minus = c.minus & num;
+    let dot = c.dot & num;
+    let exp = (c.e | c.big_e) & num;
+    let plus = c.plus & num;
+    if (exp | plus | (minus & !s0)) != 0 {
+        let signs = minus | plus;
         let after_dot = runs_from(num, dot << 1);
         let after_exp = runs_from(num, exp << 1);
-        bad |= (c.minus & num & !(s0 | (exp << 1)))
-            | (c.plus & num & !(exp << 1))
+        bad |= (minus & !(s0 | (exp << 1)))
+            | (plus & !(exp << 1))
             | ((signs << 1) & !dig)
             | (dot & !(dig << 1))
             | ((dot << 1) & !dig)
@@ -307,6 +309,13 @@ fn block<B: Blocks>(
             | ((exp << 1) & !(dig | c.minus | c.plus))
             | (dot & after_dot)
             | ((dot | exp) & after_exp);
+    } else if (minus | dot) != 0 {
+        // The common shape, on a branch of its own: a `-` only first, at
+        // most one dot, between digits; no exponent.
+        bad |= ((minus << 1) & !dig)
+            | (dot & !(dig << 1))
+            | ((dot << 1) & !dig)
+            | (dot & runs_from(num, dot << 1));
     }
     // Literals: each run spelled out whole.
     if lit != 0 {
