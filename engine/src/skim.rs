@@ -231,6 +231,57 @@ fn runs_from(run: u64, start: u64) -> u64 {
     (run.wrapping_add(start) ^ run) & run
 }
 
+/// A block's tokens up to its cut, for [`grammar`]: the masks of its
+/// brackets, colons, commas and quotes outside strings, the bytes inside
+/// strings (`instr`) and the first and last bytes of its scalars (`s0`,
+/// `s1`); `obj`: the bytes inside an object; `v`: the bytes taken; `prev`:
+/// the token before the block.
+struct Tokens {
+    prev: Prev,
+    obj: u64,
+    v: u64,
+    instr: u64,
+    lbrace: u64,
+    lbrack: u64,
+    rbrace: u64,
+    rbrack: u64,
+    colon: u64,
+    comma: u64,
+    open_q: u64,
+    close_q: u64,
+    s0: u64,
+    s1: u64,
+}
+
+/// What may follow each token, across the whitespace `ws`: the tokens that
+/// break the rules (0 if none), and the opening quotes of keys. The token
+/// before the block (`t.prev`) is a carry into the first.
+#[inline(always)]
+fn grammar(t: &Tokens, ws: u64) -> (u64, u64) {
+    let p = t.prev;
+    let in_obj = t.obj & 1 != 0;
+    let value = t.open_q | t.s0 | t.lbrace | t.lbrack;
+    let after_lbrace = next_token(t.lbrace, p == Prev::ObjOpen, ws) & t.v;
+    let after_lbrack = next_token(t.lbrack, p == Prev::ArrOpen, ws) & t.v;
+    // After `:` and after a `,` in an array alike: a value.
+    let before_value = p == Prev::Colon || (p == Prev::Comma && !in_obj);
+    let after_colon = next_token(t.colon | (t.comma & !t.obj), before_value, ws) & t.v;
+    let after_obj_comma = next_token(t.comma & t.obj, p == Prev::Comma && in_obj, ws) & t.v;
+    let key_open = (after_lbrace | after_obj_comma) & t.open_q;
+    // A key's closing quote: its opening bit carried along the string.
+    let key_close = t.instr.wrapping_add(key_open) & t.close_q;
+    let after_key = next_token(key_close, p == Prev::KeyEnd, ws) & t.v;
+    let ends = (t.close_q & !key_close) | t.s1 | t.rbrace | t.rbrack;
+    let after_value = next_token(ends, p == Prev::ValueEnd, ws) & t.v;
+    let bad = (after_lbrace & !(t.open_q | t.rbrace))
+        | (after_lbrack & !(value | t.rbrack))
+        | (after_colon & !value)
+        | (after_obj_comma & !t.open_q)
+        | (after_key & !t.colon)
+        | (after_value & !(t.comma | t.rbrace | t.rbrack));
+    (bad, key_open)
+}
+
 /// Take the block `b` (classes `c`) after `st`, up to its cut, and say how
 /// many tokens it held; `None` (and nothing changed) if it cannot be taken
 /// whole.
@@ -383,32 +434,34 @@ fn block<B: Blocks>(
     if (rbrace & !obj) | (rbrack & obj) != 0 {
         return None;
     }
-    // Grammar: what may follow each token. The token before the block
-    // (`st.prev`) is a carry into the first.
-    let p = st.prev;
-    let in_obj = obj & 1 != 0;
-    let value = open_q | s0 | lbrace | lbrack;
-    let after_lbrace = next_token(lbrace, p == Prev::ObjOpen, ws) & v;
-    let after_lbrack = next_token(lbrack, p == Prev::ArrOpen, ws) & v;
-    // After `:` and after a `,` in an array alike: a value.
-    let before_value = p == Prev::Colon || (p == Prev::Comma && !in_obj);
-    let after_colon = next_token(colon | (comma & !obj), before_value, ws) & v;
-    let after_obj_comma = next_token(comma & obj, p == Prev::Comma && in_obj, ws) & v;
-    let key_open = (after_lbrace | after_obj_comma) & open_q;
-    // A key's closing quote: its opening bit carried along the string.
-    let key_close = instr.wrapping_add(key_open) & close_q;
-    let after_key = next_token(key_close, p == Prev::KeyEnd, ws) & v;
-    let ends = (close_q & !key_close) | s1 | rbrace | rbrack;
-    let after_value = next_token(ends, p == Prev::ValueEnd, ws) & v;
-    let bad = (after_lbrace & !(open_q | rbrace))
-        | (after_lbrack & !(value | rbrack))
-        | (after_colon & !value)
-        | (after_obj_comma & !open_q)
-        | (after_key & !colon)
-        | (after_value & !(comma | rbrace | rbrack));
+    // Grammar: what may follow each token. Compact structure (what MCP
+    // peers write) has no whitespace to carry across, and with none the
+    // carries fold away: the rules compiled twice, on a branch.
+    let t = Tokens {
+        prev: st.prev,
+        obj,
+        v,
+        instr,
+        lbrace,
+        lbrack,
+        rbrace,
+        rbrack,
+        colon,
+        comma,
+        open_q,
+        close_q,
+        s0,
+        s1,
+    };
+    let (bad, key_open) = if ws == 0 {
+        grammar(&t, 0)
+    } else {
+        grammar(&t, ws)
+    };
     if bad != 0 {
         return None;
     }
+    let value = open_q | s0 | lbrace | lbrack;
     let counted = value & !key_open & lvl;
     if bounds.one && counted != 0 {
         return None;
@@ -759,6 +812,21 @@ mod tests {
             let want = reference(list, 1, t.end, Prev::ArrOpen, &[false], BOUNDS);
             assert_eq!(want, Some((t.prev, stack, t.count)));
             assert!(t.count >= 25, "{}", t.count);
+        }
+        // With whitespace between the tokens (the grammar's carries across
+        // it, on their own branch), every block is still taken, however few
+        // tokens it has: the first at least, and what is taken is right.
+        let spaced: Vec<u8> = String::from_utf8_lossy(list)
+            .replace(",\"", ", \"")
+            .replace("\":", "\" :\t")
+            .into_bytes();
+        for level in LEVELS {
+            let mut stack = vec![false];
+            let t = skim_at(level, &spaced, 1, Prev::ArrOpen, 1, &mut stack, BOUNDS)
+                .expect("the spaced list is taken");
+            assert!(t.end > BLOCK / 2, "{}", t.end);
+            let want = reference(&spaced, 1, t.end, Prev::ArrOpen, &[false], BOUNDS);
+            assert_eq!(want, Some((t.prev, stack, t.count)));
         }
     }
 
