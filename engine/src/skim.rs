@@ -231,6 +231,17 @@ fn runs_from(run: u64, start: u64) -> u64 {
     (run.wrapping_add(start) ^ run) & run
 }
 
+/// The token a cut's structural byte leaves as [`Skimmed::prev`]: a closer
+/// ends a value.
+const PREV_AFTER: [Prev; 256] = {
+    let mut t = [Prev::ValueEnd; 256];
+    t[b'{' as usize] = Prev::ObjOpen;
+    t[b'[' as usize] = Prev::ArrOpen;
+    t[b',' as usize] = Prev::Comma;
+    t[b':' as usize] = Prev::Colon;
+    t
+};
+
 /// A block's tokens up to its cut, for [`grammar`]: the masks of its
 /// brackets, colons, commas and quotes outside strings, the bytes inside
 /// strings (`instr`) and the first and last bytes of its scalars (`s0`,
@@ -360,9 +371,10 @@ fn block<B: Blocks>(
             | ((exp << 1) & !(dig | c.minus | c.plus))
             | (dot & after_dot)
             | ((dot | exp) & after_exp);
-    } else if (minus | dot) != 0 {
+    } else {
         // The common shape, on a branch of its own: a `-` only first, at
-        // most one dot, between digits; no exponent.
+        // most one dot, between digits; no exponent. Not on whether there
+        // is a `-` or a dot: in a list that goes either way at random.
         bad |= ((minus << 1) & !dig)
             | (dot & !(dig << 1))
             | ((dot << 1) & !dig)
@@ -473,18 +485,11 @@ fn block<B: Blocks>(
     }
     st.depth = depth;
     st.count += u64::from(counted.count_ones());
-    let at_cut = 1u64 << cut;
-    st.prev = if lbrace & at_cut != 0 {
-        Prev::ObjOpen
-    } else if lbrack & at_cut != 0 {
-        Prev::ArrOpen
-    } else if comma & at_cut != 0 {
-        Prev::Comma
-    } else if colon & at_cut != 0 {
-        Prev::Colon
-    } else {
-        Prev::ValueEnd
-    };
+    // By a lookup: the cut's byte varies from block to block, and a chain
+    // of branches on it went either way at random.
+    st.prev = b
+        .get(cut as usize)
+        .map_or(Prev::ValueEnd, |&x| PREV_AFTER[x as usize]);
     st.end += cut as usize + 1;
     Some((ops_out & v).count_ones() + open_q.count_ones() + s0.count_ones())
 }
