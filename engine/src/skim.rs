@@ -306,7 +306,12 @@ fn block<B: Blocks>(
     bounds: &Bounds,
 ) -> Option<u32> {
     // Escapes: the block starts between tokens, outside any escape.
-    let escaped = scan::escape_leads(c.bslash) << 1;
+    // On a branch: structure often has no backslash at all.
+    let escaped = if c.bslash == 0 {
+        0
+    } else {
+        scan::escape_leads(c.bslash) << 1
+    };
     let quote = c.quote & !escaped;
     // Inside a string: from its opening quote up to (not with) its closing one.
     let instr = blocks.prefix_xor(quote);
