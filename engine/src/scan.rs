@@ -909,6 +909,22 @@ mod x86 {
         _bzhi_u64(u64::MAX, k)
     }
 
+    /// [`Blocks::prefix_xor`](super::Blocks::prefix_xor) by pairs: the
+    /// set bits of `x` taken two by two, the first of each pair (`open`,
+    /// deposited by `pdep`) up to the second (`close`) is `close - open`,
+    /// and an unpaired last bit runs to the top as the subtraction borrows.
+    /// Three steps on the general registers, where a carry-less multiply
+    /// moves the mask to a vector register and back.
+    ///
+    /// # Safety
+    /// The CPU must support BMI2.
+    #[target_feature(enable = "bmi2")]
+    #[inline]
+    pub(super) unsafe fn prefix_xor_bmi2(x: u64) -> u64 {
+        let open = _pdep_u64(0x5555_5555_5555_5555, x);
+        (x ^ open).wrapping_sub(open)
+    }
+
     /// [`super::skip_ws_after`] 32 bytes a step: a newline and deep
     /// indentation (`citm_catalog`'s runs are mostly 17 to 32 bytes) in one
     /// compare, where SSE2 takes two.
@@ -1164,15 +1180,6 @@ mod x86_512 {
         HexMasks::from_classes(|k| _mm512_test_epi8_mask(cls, _mm512_set1_epi8(k as i8)))
     }
 
-    /// [`Blocks::prefix_xor`]: `x` times all ones, carry-less; the low
-    /// half of the product holds at bit `k` the XOR of bits `0..=k`.
-    #[target_feature(enable = "pclmulqdq")]
-    #[inline]
-    fn prefix_xor_clmul(x: u64) -> u64 {
-        let p = _mm_clmulepi64_si128::<0>(_mm_set_epi64x(0, x as i64), _mm_set1_epi8(-1));
-        _mm_cvtsi128_si64(p) as u64
-    }
-
     /// The AVX-512 block level; made only by [`run_avx512`].
     #[derive(Debug, Clone, Copy)]
     pub struct Avx512Blocks(());
@@ -1224,8 +1231,8 @@ mod x86_512 {
         #[inline(always)]
         fn prefix_xor(self, x: u64) -> u64 {
             // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
-            // the dispatcher calls after detecting PCLMULQDQ (with AVX-512).
-            unsafe { prefix_xor_clmul(x) }
+            // the dispatcher calls after detecting BMI2 (with AVX-512).
+            unsafe { super::x86::prefix_xor_bmi2(x) }
         }
 
         #[inline(always)]
@@ -1238,9 +1245,9 @@ mod x86_512 {
     /// Run `job` compiled for AVX-512, so its block scans inline.
     ///
     /// # Safety
-    /// The CPU must support AVX-512 F and BW, AVX2, POPCNT, BMI1, BMI2 and
-    /// PCLMULQDQ (checked at run time by the caller).
-    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw,pclmulqdq")]
+    /// The CPU must support AVX-512 F and BW, AVX2, POPCNT, BMI1 and BMI2
+    /// (checked at run time by the caller).
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw")]
     pub unsafe fn run_avx512<J: BlockJob>(job: J) -> J::Out {
         job.run(Avx512Blocks(()))
     }
@@ -1924,9 +1931,8 @@ pub trait Blocks: Copy {
         below(k)
     }
     /// [`prefix_xor`] at this level: bit `k` set when an odd number of bits
-    /// `0..=k` of `x` are. One carry-less multiply at AVX-512 (whose
-    /// detection asks for PCLMULQDQ with it), where the shifts are a chain
-    /// of twelve dependent steps.
+    /// `0..=k` of `x` are. Three steps with BMI2's `pdep` at AVX-512, where
+    /// the shifts are a chain of twelve.
     #[inline(always)]
     fn prefix_xor(self, x: u64) -> u64 {
         prefix_xor(x)
@@ -1990,7 +1996,7 @@ pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 if J::AVX512 && avx512_ok() => {
             // SAFETY: `avx512_ok` checked (once, cached) that the CPU has
-            // AVX-512 F and BW, AVX2, POPCNT, BMI1, BMI2 and PCLMULQDQ.
+            // AVX-512 F and BW, AVX2, POPCNT, BMI1 and BMI2.
             unsafe { x86_512::run_avx512(job) }
         }
         #[cfg(target_arch = "x86_64")]
@@ -2278,12 +2284,7 @@ fn has_avx2() -> bool {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn has_avx512() -> bool {
-    // Every CPU with AVX-512 so far has PCLMULQDQ too; asked for all the
-    // same, since the level's `prefix_xor` uses it.
-    has_avx2()
-        && is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("pclmulqdq")
+    has_avx2() && is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw")
 }
 
 /// NEON, unless the environment asks for the portable level
