@@ -82,14 +82,15 @@ pub(crate) struct Skimmed {
 }
 
 /// A block taken with fewer tokens than this ends the skim: on sparse
-/// input (pretty-printed structure, long numbers) the byte-wise loop is as
-/// fast or faster, and the skim is better left to the dense parts. The
-/// knee measured on this crate's benches: a list of small objects has
-/// about 20 tokens a block, `canada.json`'s coordinates about 10,
-/// `citm_catalog.json`'s indented objects fewer still; at 18 the list was
-/// no longer skimmed, at 16 it was, and the sparse inputs lost 2–3%
-/// (against 7% and 35% with no floor).
-const MIN_TOKENS: u32 = 16;
+/// input (pretty-printed structure, long strings) the byte-wise loop is as
+/// fast or faster, and the skim is better left to the dense parts. A list
+/// of small objects has about 20 tokens a block, `canada.json`'s
+/// coordinates 8 to 10, `citm_catalog.json`'s indented objects fewer still.
+/// Measured on this crate's benches (thirty-fourth round, once the skim
+/// had got faster): at 16 `canada` was not skimmed, at 10 it was skimmed
+/// in part and lost 5%, at 8 and 6 it gained 24%, and no other input moved
+/// beyond the runs' noise; at 1 `citm_catalog` lost 40% and `twitter` 10%.
+const MIN_TOKENS: u32 = 8;
 
 /// The bytes of a skim's block: the skim never starts with fewer left.
 pub(crate) const BLOCK: usize = 64;
