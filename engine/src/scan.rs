@@ -909,7 +909,7 @@ mod x86 {
         _bzhi_u64(u64::MAX, k)
     }
 
-    /// [`Blocks::prefix_xor`](super::Blocks::prefix_xor) by pairs: the
+    /// [`Blocks::prefix_xor`] by pairs: the
     /// set bits of `x` taken two by two, the first of each pair (`open`,
     /// deposited by `pdep`) up to the second (`close`) is `close - open`,
     /// and an unpaired last bit runs to the top as the subtraction borrows.
@@ -923,6 +923,16 @@ mod x86 {
     pub(super) unsafe fn prefix_xor_bmi2(x: u64) -> u64 {
         let open = _pdep_u64(0x5555_5555_5555_5555, x);
         (x ^ open).wrapping_sub(open)
+    }
+
+    /// [`Blocks::deposit`]: one `pdep`.
+    ///
+    /// # Safety
+    /// The CPU must support BMI2.
+    #[target_feature(enable = "bmi2")]
+    #[inline]
+    pub(super) unsafe fn deposit_bmi2(x: u64, mask: u64) -> u64 {
+        _pdep_u64(x, mask)
     }
 
     /// [`super::skip_ws_after`] 32 bytes a step: a newline and deep
@@ -1233,6 +1243,12 @@ mod x86_512 {
             // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
             // the dispatcher calls after detecting BMI2 (with AVX-512).
             unsafe { super::x86::prefix_xor_bmi2(x) }
+        }
+
+        #[inline(always)]
+        fn deposit(self, x: u64, mask: u64) -> u64 {
+            // SAFETY: as for `prefix_xor`.
+            unsafe { super::x86::deposit_bmi2(x, mask) }
         }
 
         #[inline(always)]
@@ -1890,6 +1906,21 @@ pub fn prefix_xor(mut x: u64) -> u64 {
     x
 }
 
+/// Bit `j` of `x` on the `j`-th lowest set bit of `mask`, for each of them
+/// (what BMI2's `pdep` does): the portable twin of [`Blocks::deposit`].
+#[inline]
+pub fn deposit(mut x: u64, mut mask: u64) -> u64 {
+    let mut out = 0u64;
+    while mask != 0 {
+        if x & 1 != 0 {
+            out |= mask & mask.wrapping_neg();
+        }
+        x >>= 1;
+        mask &= mask - 1;
+    }
+    out
+}
+
 /// The low `k` bits of a block mask (all of them from 64).
 #[inline(always)]
 pub(crate) fn below(k: u32) -> u64 {
@@ -1936,6 +1967,12 @@ pub trait Blocks: Copy {
     #[inline(always)]
     fn prefix_xor(self, x: u64) -> u64 {
         prefix_xor(x)
+    }
+    /// [`deposit`] at this level: the low bits of `x`, one by one, on the
+    /// set bits of `mask` from the lowest. BMI2's `pdep` at AVX-512.
+    #[inline(always)]
+    fn deposit(self, x: u64, mask: u64) -> u64 {
+        deposit(x, mask)
     }
     /// [`skip_ws_after`] at this level: `s[i]` is whitespace; the index of
     /// the first byte after it that is not (or `s.len()`). The baseline
@@ -2568,6 +2605,49 @@ mod tests {
             assert_eq!(prefix_xor(x), want, "{x:#x}");
             for level in [Level::Portable, Level::Avx2, Level::Avx512] {
                 assert_eq!(with_blocks_at(level, Job(x)), want, "{level:?} {x:#x}");
+            }
+        }
+    }
+
+    /// Each level's deposit against a walk over the mask's bits.
+    #[test]
+    fn deposit_at_every_level_matches_a_bit_walk() {
+        struct Job(u64, u64);
+        impl BlockJob for Job {
+            type Out = u64;
+            fn run<B: Blocks>(self, blocks: B) -> u64 {
+                blocks.deposit(self.0, self.1)
+            }
+        }
+        let walk = |x: u64, mask: u64| {
+            let (mut out, mut j) = (0u64, 0);
+            for k in 0..64 {
+                if (mask >> k) & 1 != 0 {
+                    out |= ((x >> j) & 1) << k;
+                    j += 1;
+                }
+            }
+            out
+        };
+        let mut seed = 0xD1B5_4A32_D192_ED03u64;
+        let edges = [
+            (0, 0),
+            (u64::MAX, 0),
+            (0, u64::MAX),
+            (u64::MAX, u64::MAX),
+            (1, 1 << 63),
+        ];
+        let randoms = (0..20_000).map(|_| {
+            (
+                xorshift(&mut seed),
+                xorshift(&mut seed) & xorshift(&mut seed),
+            )
+        });
+        for (x, mask) in edges.into_iter().chain(randoms) {
+            let want = walk(x, mask);
+            assert_eq!(deposit(x, mask), want, "{x:#x} {mask:#x}");
+            for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+                assert_eq!(with_blocks_at(level, Job(x, mask)), want, "{level:?}");
             }
         }
     }

@@ -243,6 +243,56 @@ const PREV_AFTER: [Prev; 256] = {
     t
 };
 
+/// Closers in a block with no opener from which [`closers_only`] takes
+/// them at once rather than one by one: below it the loop is as quick.
+const CLOSER_RUN: u32 = 8;
+
+/// The containers of a block that opens none and closes `n` (`closers`),
+/// all of them from `stack` (which holds more than `n`), with `depth` open
+/// before it: `(obj, lvl)` as the bracket loop leaves them, the bytes inside
+/// an object and those at depth `level`. A bit at a closer holds the state
+/// before it. The byte after the `j`-th closer is in the `j + 1`-th
+/// container from the top, so the kinds from the top, one bit each, are
+/// deposited on the closers and, shifted past them, carried along by a
+/// prefix XOR of their changes.
+#[inline(always)]
+fn closers_only<B: Blocks>(
+    blocks: B,
+    closers: u64,
+    n: u32,
+    stack: &[bool],
+    depth: u32,
+    level: u32,
+) -> (u64, u64) {
+    // Bit `j`: the container innermost after `j` closers is an object (up
+    // to `j = 63`; a 64th closer ends the block, and nothing follows it).
+    let from = stack.len().saturating_sub(n.min(63) as usize + 1);
+    let kinds = stack
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .enumerate()
+        .fold(0u64, |k, (j, &o)| k | (u64::from(o) << j));
+    let changes = blocks.deposit(kinds ^ (kinds >> 1), closers) << 1;
+    let obj = blocks.prefix_xor(changes) ^ 0u64.wrapping_sub(kinds & 1);
+    // At depth `level`: the bytes after `r` closers and up to the next one.
+    let lvl = match depth.checked_sub(level) {
+        Some(r) if r <= n => {
+            let upto = |j: u32| {
+                if j >= n {
+                    !0
+                } else {
+                    (blocks.deposit(1 << j, closers) << 1).wrapping_sub(1)
+                }
+            };
+            upto(r) & !r.checked_sub(1).map_or(0, upto)
+        }
+        _ => 0,
+    };
+    (obj, lvl)
+}
+
 /// A block's tokens up to its cut, for [`grammar`]: the masks of its
 /// brackets, colons, commas and quotes outside strings, the bytes inside
 /// strings (`instr`) and the first and last bytes of its scalars (`s0`,
@@ -410,7 +460,22 @@ fn block<B: Blocks>(
     let mut obj = if stack.last() == Some(&true) { !0 } else { 0 };
     let mut lvl = if depth == bounds.level { !0 } else { 0 };
     let opens = lbrace | lbrack;
-    let mut m = opens | rbrace | rbrack;
+    let closers = rbrace | rbrack;
+    let mut m = opens | closers;
+    let n = closers.count_ones();
+    if opens == 0 && n >= CLOSER_RUN && kept > n as usize {
+        // A run of closers (the end of deep nesting): all at once.
+        if depth < bounds.floor.saturating_add(n) {
+            return None;
+        }
+        #[cfg(test)]
+        tests::CLOSER_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let run = closers_only(blocks, closers, n, stack, depth, bounds.level);
+        (obj, lvl) = run;
+        depth -= n;
+        kept -= n as usize;
+        m = 0;
+    }
     while m != 0 {
         let k = m.trailing_zeros();
         let bit = 1u64 << k;
@@ -692,6 +757,11 @@ mod tests {
         last_op.then_some((p, st, count))
     }
 
+    /// Blocks taken by [`closers_only`] in all tests so far: the twin test
+    /// asks that its documents reach it.
+    pub(super) static CLOSER_RUNS: std::sync::atomic::AtomicUsize =
+        std::sync::atomic::AtomicUsize::new(0);
+
     const BOUNDS: Bounds = Bounds {
         level: 1,
         floor: 1,
@@ -719,7 +789,31 @@ mod tests {
         let mixed = r#"[{"a":[1,2.5e-3,-0,true,false,null,"x\"y\\z\n\/"],"b":{"c":{},"d":[]}} , [ [ ] , { } ] ,"s" , 1E+5 , 0.25 , {"k" : "v" , "l" :[ "m" ]},
   {"caf\u00e9":"caf\u00e9","é":"ü€𝄞","n":-12.5E-07, "deep":[[[[{"x":[[[]]]}]]]]},
   {"a":[1,2.5e-3,-0,true,false,null,"x\"y\\z\n"],"b":{"c":{},"d":[]}} , [ [ ] , { } ] ,"s" , 1E+5 , 0.25 , {"k" : "v" , "l" :[ "m" ]}, 1]"#;
-        vec![list, mixed.as_bytes().to_vec()]
+        // Nesting 19 deep, its closers in one run that a block boundary
+        // splits with more than 8 left: a block that closes many and opens
+        // nothing.
+        let mut deep = b"[".to_vec();
+        let mut closers = Vec::new();
+        for i in 0..18 {
+            if i % 3 == 1 {
+                deep.extend_from_slice(b"{\"k\":");
+                closers.push(b'}');
+            } else {
+                deep.push(b'[');
+                closers.push(b']');
+            }
+        }
+        deep.extend_from_slice(b"\"pad-pad-pa\",null");
+        // Values between the closers, and one at the counted level after
+        // them: each counted only where the depth is right.
+        for (idx, &c) in closers.iter().enumerate().rev() {
+            deep.push(c);
+            if idx % 4 == 1 && closers.get(idx - 1) == Some(&b']') {
+                deep.extend_from_slice(b",5");
+            }
+        }
+        deep.extend_from_slice(format!(",7,\"{}\"]", "x".repeat(70)).as_bytes());
+        vec![list, mixed.as_bytes().to_vec(), deep]
     }
 
     /// Whatever the skim takes, the slow twin takes too, and reaches the
@@ -731,7 +825,7 @@ mod tests {
         let bases = bases();
         let (mut tried, mut taken) = (0, 0);
         for round in 0..40_000u64 {
-            let mut d = bases[(round % 2) as usize].clone();
+            let mut d = bases[(round % 3) as usize].clone();
             for _ in 0..(xorshift(&mut seed) % 4) {
                 let at = (xorshift(&mut seed) as usize) % d.len();
                 let ch = alphabet[(xorshift(&mut seed) as usize) % alphabet.len()];
@@ -807,6 +901,8 @@ mod tests {
             tried > 20_000 && taken > tried / 2,
             "tried {tried}, taken {taken}"
         );
+        let runs = CLOSER_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(runs > 1_000, "closer runs taken at once: {runs}");
     }
 
     /// The unmutated inputs are taken to their last whole block, with the
