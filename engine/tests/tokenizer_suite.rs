@@ -281,7 +281,33 @@ fn structure_docs() -> Vec<Vec<u8>> {
         .replace(",", ",\n  ")
         .replace(":", ": ")
         .replace("{", "{ ");
-    vec![list.into_bytes(), numbers.into_bytes(), pretty.into_bytes()]
+    // Deep nesting after a skip long enough for the skim, its closers in one
+    // run with values between them (the skim takes such a run at once).
+    let mut deep = format!("[{}", "0,".repeat(40));
+    let mut closers = Vec::new();
+    for i in 0..24 {
+        if i % 3 == 1 {
+            deep.push_str("{\"k\":");
+            closers.push('}');
+        } else {
+            deep.push('[');
+            closers.push(']');
+        }
+    }
+    deep.push_str("\"pad-pad\",null");
+    for (idx, &c) in closers.iter().enumerate().rev() {
+        deep.push(c);
+        if idx % 4 == 1 && closers.get(idx - 1) == Some(&']') {
+            deep.push_str(",5");
+        }
+    }
+    deep.push_str(&format!(",7,\"{}\"]", "x".repeat(70)));
+    vec![
+        list.into_bytes(),
+        numbers.into_bytes(),
+        pretty.into_bytes(),
+        deep.into_bytes(),
+    ]
 }
 
 #[test]
