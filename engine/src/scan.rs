@@ -909,12 +909,12 @@ mod x86 {
         _bzhi_u64(u64::MAX, k)
     }
 
-    /// [`Blocks::prefix_xor`] by pairs: the
-    /// set bits of `x` taken two by two, the first of each pair (`open`,
-    /// deposited by `pdep`) up to the second (`close`) is `close - open`,
-    /// and an unpaired last bit runs to the top as the subtraction borrows.
-    /// Three steps on the general registers, where a carry-less multiply
-    /// moves the mask to a vector register and back.
+    /// [`Blocks::prefix_xor`] by pairs: with the set bits of `x` taken two
+    /// by two, the bits from the first of each pair (`open`, deposited by
+    /// `pdep`) up to the second (`close`) are `close - open`, and an
+    /// unpaired last bit runs to the top as the subtraction borrows. Three
+    /// steps on the general registers, where a carry-less multiply moves the
+    /// mask to a vector register and back.
     ///
     /// # Safety
     /// The CPU must support BMI2.
