@@ -379,19 +379,6 @@ const HEX_LOW: [u8; 16] = {
     t
 };
 
-/// JSON's whitespace by low nibble, for a `pshufb` lookup: entry `k` is the
-/// whitespace byte whose low nibble is `k` (space 0, tab 9, line feed A,
-/// carriage return D), else 0, which no byte with that nibble equals (and a
-/// byte from 0x80 looks up 0).
-const WS_BY_LOW: [u8; 16] = {
-    let mut t = [0u8; 16];
-    t[0x0] = b' ';
-    t[0x9] = b'\t';
-    t[0xA] = b'\n';
-    t[0xD] = b'\r';
-    t
-};
-
 /// The backslashes of `bs` that begin an escape, for a block read from a
 /// point outside any escape: in each run of backslashes, those at an even
 /// distance from the run's start (the others are escaped by the one before).
@@ -1032,9 +1019,22 @@ mod x86 {
 mod x86_512 {
     use super::{
         BlockJob, Blocks, Classes, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH,
-        HEX_LOW, PREV_HIGH, PREV_LOW, WS_BY_LOW,
+        HEX_LOW, PREV_HIGH, PREV_LOW,
     };
     use std::arch::x86_64::*;
+
+    /// JSON's whitespace by low nibble, for a `pshufb` lookup: entry `k` is the
+    /// whitespace byte whose low nibble is `k` (space 0, tab 9, line feed A,
+    /// carriage return D), else 0, which no byte with that nibble equals (and a
+    /// byte from 0x80 looks up 0).
+    const WS_BY_LOW: [u8; 16] = {
+        let mut t = [0u8; 16];
+        t[0x0] = b' ';
+        t[0x9] = b'\t';
+        t[0xA] = b'\n';
+        t[0xD] = b'\r';
+        t
+    };
 
     /// The 64 bytes of `b`.
     #[target_feature(enable = "avx512f")]
