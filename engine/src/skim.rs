@@ -462,8 +462,9 @@ fn block<B: Blocks>(
     let opens = lbrace | lbrack;
     let closers = rbrace | rbrack;
     let mut m = opens | closers;
-    let n = closers.count_ones();
-    if opens == 0 && n >= CLOSER_RUN && kept > n as usize {
+    // Closers counted only in a block that opens nothing.
+    let n = if opens == 0 { closers.count_ones() } else { 0 };
+    if n >= CLOSER_RUN && kept > n as usize {
         // A run of closers (the end of deep nesting): all at once.
         if depth < bounds.floor.saturating_add(n) {
             return None;
