@@ -5,8 +5,9 @@
 //! The skip loop in the tokenizer takes one token a trip: about 14
 //! instructions a byte on a list of small objects, most of them the dispatch
 //! on each token. Here a block is validated whole, and only its brackets are
-//! visited one by one (for the stack: which container each byte is in).
-//! Everything else is a few dozen operations on 64-bit masks:
+//! visited one by one (for the stack: which container each byte is in), or
+//! at once where they all open or all close ([`monotone`]). Everything else
+//! is a few dozen operations on 64-bit masks:
 //!
 //! - strings: escapes from the backslash runs, then the bytes inside strings
 //!   by a prefix XOR of the unescaped quotes; no control byte inside, each
