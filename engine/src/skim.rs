@@ -522,9 +522,9 @@ fn block<B: Blocks>(
     if bad != 0 {
         return None;
     }
-    // Brackets, one by one: which container each byte is in (`obj`), and
-    // which bytes are at the counted level (`lvl`). A bit at a bracket
-    // holds the state before it. Pushes go to `pushed` (bit k: the k-th
+    // Brackets, one by one (or at once, by [`monotone`]): which container
+    // each byte is in (`obj`), and which bytes are at the counted level
+    // (`lvl`). A bit at a bracket holds the state before it. Pushes go to `pushed` (bit k: the k-th
     // container opened here and still open is an object) and pops below
     // them lower `kept`, so a block given back leaves `stack` as it was.
     let mut depth = st.depth;
