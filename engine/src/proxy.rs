@@ -20,7 +20,7 @@ use crate::mcp::McpLimits;
 use crate::session::{lock, Shared};
 pub use crate::session::{AnswerRelay, Calls, ServerEnd, ToolFacts};
 use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -216,23 +216,7 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     };
     let outcome = session.relay_server(server_out);
     // The server's stdout is closed: it is gone or going.
-    let status = {
-        let deadline = Instant::now() + session.shared().cfg.grace;
-        loop {
-            let mut c = lock(&child);
-            match c.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() < deadline => {
-                    drop(c);
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                _ => {
-                    let _ = c.kill();
-                    break c.wait().ok();
-                }
-            }
-        }
-    };
+    let status = wait_or_end(&child, session.shared().cfg.grace, || {});
     let client_closed = c2s.is_finished();
     let clean = status.is_some_and(|s| s.success());
     if outcome.broken_line || (!client_closed && !clean) || outcome.orphaned > 0 {
@@ -308,22 +292,38 @@ fn client_to_server<R: Read>(
     session.relay_client(input, server_in);
     let shared = session.shared();
     // Client EOF: give the server a moment to exit, then end it.
-    let deadline = Instant::now() + shared.cfg.grace;
+    wait_or_end(child, shared.cfg.grace, || {
+        shared.log(
+            LogLevel::Warn,
+            "the server did not exit after stdin closed; ending it",
+        )
+    });
+}
+
+/// Wait for the server to exit, up to `grace`, looking every 20 ms; past it
+/// (or should it not be waited for), call `before_end` and end it. Its exit
+/// status, the one from its end if it was ended. Both of the proxy's threads
+/// wait like this, one when the client's input ends, one when the server's
+/// output does; whichever reaps the server, the other reads the status the
+/// handle keeps.
+fn wait_or_end(
+    child: &Mutex<Child>,
+    grace: Duration,
+    before_end: impl FnOnce(),
+) -> Option<ExitStatus> {
+    let deadline = Instant::now() + grace;
     loop {
         let mut c = lock(child);
         match c.try_wait() {
-            Ok(Some(_)) | Err(_) => return,
-            Ok(None) if Instant::now() >= deadline => {
-                shared.log(
-                    LogLevel::Warn,
-                    "the server did not exit after stdin closed; ending it",
-                );
-                let _ = c.kill();
-                return;
-            }
-            Ok(None) => {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {
                 drop(c);
                 std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                before_end();
+                let _ = c.kill();
+                return c.wait().ok();
             }
         }
     }

@@ -235,6 +235,29 @@ fn hundreds_of_calls_in_flight_come_back_whole_and_matched() {
     assert!(text(&via[7]["result"], 0).starts_with("Echo: call 7: xxxxxxx"));
 }
 
+/// A server that does not exit when its input ends is given the proxy's
+/// grace (2 s) once the client's input has ended, then ended; the proxy
+/// says so and exits non-zero, long before the server would have.
+#[test]
+fn a_server_that_outlives_its_input_is_ended_after_the_grace() {
+    // `sleep` neither reads its input nor exits at its end.
+    let server = ["sh", "-c", "exec sleep 60"].map(String::from);
+    let started = std::time::Instant::now();
+    let s = Raw::spawn(&proxied(&[], &server), &[]);
+    let (code, err) = s.wait(30);
+    let took = started.elapsed();
+    assert_eq!(code, Some(1), "the proxy exits non-zero: {err}");
+    assert!(
+        err.contains("did not exit after stdin closed"),
+        "the proxy says why: {err}"
+    );
+    assert!(err.contains("exited with status"), "{err}");
+    assert!(
+        took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(20),
+        "ended after the grace, not at once nor with the server: {took:?}"
+    );
+}
+
 #[test]
 fn server_crash_mid_response_ends_cleanly() {
     let log = tmpdir("crash").join("server.log");
