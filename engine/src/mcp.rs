@@ -522,6 +522,11 @@ impl Projector {
         }
     }
 
+    /// The treatment of the message begun last ([`Projector::begin`]).
+    pub fn treat(&self) -> &Treat {
+        &self.treat
+    }
+
     /// Start a new message.
     pub fn begin(&mut self, treat: Treat) {
         self.eff = match &treat {

@@ -209,8 +209,9 @@ impl PendingSet {
 
     /// The request `id` answers, with the id as the client wrote it.
     pub(crate) fn remove(&mut self, id: &[u8]) -> Option<(Vec<u8>, Pending)> {
-        let key = self.find(id)?.into_owned();
-        let e = self.by_id.remove(&key)?;
+        // The map's own key is handed back: nothing is copied.
+        let found = self.find(id)?;
+        let (key, e) = self.by_id.remove_entry(&*found)?;
         self.count(&e.p, false);
         Some((e.raw.unwrap_or(key), e.p))
     }
@@ -879,7 +880,6 @@ pub struct AnswerRelay {
     /// The line's first byte that is not whitespace: a message is an
     /// object (`None`: a blank line so far).
     first: Option<u8>,
-    cur_treat: Treat,
 }
 
 impl AnswerRelay {
@@ -905,7 +905,6 @@ impl AnswerRelay {
             failed: None,
             in_bytes: 0,
             first: None,
-            cur_treat: Treat::Pass,
         })
     }
 
@@ -995,9 +994,8 @@ impl AnswerRelay {
             self.started = true;
             let pick = pick_treat(shared);
             self.deciding = pick.ambiguous;
-            self.cur_treat = pick.treat;
             if !self.deciding {
-                begin(shared, &mut self.proj, &self.cur_treat);
+                begin(shared, &mut self.proj, pick.treat);
             }
             self.tools_probe = pick.lists.then(|| {
                 let mut tp = ToolsProbe::default();
@@ -1037,16 +1035,15 @@ impl AnswerRelay {
             let resolved = self
                 .probe
                 .value
-                .clone()
-                .map(|id| resolve(shared, &id))
+                .as_deref()
+                .map(|id| resolve(shared, id))
                 .or_else(|| {
                     (self.look.len() >= shared.cfg.lookahead || end || self.probe.failed)
                         .then(|| fallback_treat(shared))
                 });
             if let Some(t) = resolved {
                 self.deciding = false;
-                self.cur_treat = t;
-                begin(shared, &mut self.proj, &self.cur_treat);
+                begin(shared, &mut self.proj, t);
                 if self.failed.is_none() {
                     if let Err(e) = self.proj.feed(&self.look, &mut self.line_out) {
                         self.failed = Some(e.to_string());
@@ -1109,10 +1106,13 @@ impl AnswerRelay {
         if blank {
             return;
         }
-        let id = proj
-            .id()
-            .map(<[u8]>::to_vec)
-            .or_else(|| self.probe.value.clone());
+        // The look-ahead's probe holds its own copy of the id where it ran:
+        // that copy serves when it is the projector's id too.
+        let id = match (proj.id(), self.probe.value.take()) {
+            (Some(read), Some(probed)) if read == &probed[..] => Some(probed),
+            (Some(read), _) => Some(read.to_vec()),
+            (None, probed) => probed,
+        };
         if let Some(e) = self.failed.take() {
             line_out.clear();
             if self.streaming_out {
@@ -1198,9 +1198,9 @@ impl AnswerRelay {
         }
         let rec = proj.record();
         if rec.truncated() || proj.omitted_members() > 0 {
-            let tool = match &self.cur_treat {
-                Treat::ToolResult(c) => c.tool.clone().unwrap_or_else(|| "?".into()),
-                Treat::Pass => "?".into(),
+            let tool = match proj.treat() {
+                Treat::ToolResult(c) => c.tool.as_deref().unwrap_or("?"),
+                Treat::Pass => "?",
             };
             shared.log(
                 LogLevel::Info,
@@ -1239,8 +1239,8 @@ impl AnswerRelay {
     }
 }
 
-pub(crate) fn begin(shared: &Shared, proj: &mut Projector, treat: &Treat) {
-    let lim = match treat {
+pub(crate) fn begin(shared: &Shared, proj: &mut Projector, treat: Treat) {
+    let lim = match &treat {
         Treat::ToolResult(c) => c.tool.as_deref().map_or(shared.cfg.limits, |name| {
             shared
                 .cfg
@@ -1254,7 +1254,7 @@ pub(crate) fn begin(shared: &Shared, proj: &mut Projector, treat: &Treat) {
         Treat::Pass => shared.cfg.limits,
     };
     proj.set_limits(lim);
-    proj.begin(treat.clone());
+    proj.begin(treat);
 }
 
 /// The treatment for a response whose id is known. An id that names no
