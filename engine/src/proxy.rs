@@ -300,12 +300,12 @@ fn client_to_server<R: Read>(
     });
 }
 
-/// Wait for the server to exit, up to `grace`, looking every 20 ms; past it
-/// (or should it not be waited for), call `before_end` and end it. Its exit
-/// status, the one from its end if it was ended. Both of the proxy's threads
-/// wait like this, one when the client's input ends, one when the server's
-/// output does; whichever reaps the server, the other reads the status the
-/// handle keeps.
+/// Wait for the server to exit, up to `grace`, looking every 20 ms; past it,
+/// call `before_end` and end it (should it not be waited for, end it
+/// without). Its exit status, the one from its end if it was ended. Both of
+/// the proxy's threads wait like this, one when the client's input ends, one
+/// when the server's output does; whichever reaps the server, the other
+/// reads the status the handle keeps.
 fn wait_or_end(
     child: &Mutex<Child>,
     grace: Duration,
@@ -320,8 +320,11 @@ fn wait_or_end(
                 drop(c);
                 std::thread::sleep(Duration::from_millis(20));
             }
-            _ => {
-                before_end();
+            waited => {
+                // Past the grace (not a failed wait): say why it is ended.
+                if waited.is_ok() {
+                    before_end();
+                }
                 let _ = c.kill();
                 return c.wait().ok();
             }

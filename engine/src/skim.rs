@@ -524,9 +524,10 @@ fn block<B: Blocks>(
     }
     // Brackets, one by one (or at once, by [`monotone`]): which container
     // each byte is in (`obj`), and which bytes are at the counted level
-    // (`lvl`). A bit at a bracket holds the state before it. Pushes go to `pushed` (bit k: the k-th
-    // container opened here and still open is an object) and pops below
-    // them lower `kept`, so a block given back leaves `stack` as it was.
+    // (`lvl`). A bit at a bracket holds the state before it. Pushes go to
+    // `pushed` (bit k: the k-th container opened here and still open is an
+    // object) and pops below them lower `kept`, so a block given back
+    // leaves `stack` as it was.
     let mut depth = st.depth;
     let mut kept = stack.len();
     let mut pushed = 0u64;
