@@ -21,6 +21,7 @@ use crate::session::{lock, Shared};
 pub use crate::session::{AnswerRelay, Calls, ServerEnd, ToolFacts};
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -209,15 +210,22 @@ pub fn run(cfg: ProxyConfig, cmd: &[String]) -> u8 {
     framing::widen_pipe(&server_out);
     let session = Arc::new(Session::new(cfg, std::io::stdout()));
     let child = Arc::new(Mutex::new(child));
-    let c2s = {
+    // Set once the client's input has ended, before that side's grace: its
+    // thread may still be ending the server when this side reads the flag,
+    // so whether the thread has finished would depend on timing.
+    let client_closed = Arc::new(AtomicBool::new(false));
+    {
         let session = Arc::clone(&session);
         let child = Arc::clone(&child);
-        std::thread::spawn(move || client_to_server(&session, std::io::stdin(), server_in, &child))
-    };
+        let closed = Arc::clone(&client_closed);
+        std::thread::spawn(move || {
+            client_to_server(&session, std::io::stdin(), server_in, &child, &closed)
+        });
+    }
     let outcome = session.relay_server(server_out);
     // The server's stdout is closed: it is gone or going.
     let status = wait_or_end(&child, session.shared().cfg.grace, || {});
-    let client_closed = c2s.is_finished();
+    let client_closed = client_closed.load(Ordering::Acquire);
     let clean = status.is_some_and(|s| s.success());
     if outcome.broken_line || (!client_closed && !clean) || outcome.orphaned > 0 {
         let why = if outcome.broken_line {
@@ -287,9 +295,11 @@ fn client_to_server<R: Read>(
     input: R,
     server_in: ChildStdin,
     child: &Mutex<Child>,
+    closed: &AtomicBool,
 ) {
     // The server's stdin is closed when the relay returns.
     session.relay_client(input, server_in);
+    closed.store(true, Ordering::Release);
     let shared = session.shared();
     // Client EOF: give the server a moment to exit, then end it.
     wait_or_end(child, shared.cfg.grace, || {
