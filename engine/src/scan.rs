@@ -238,6 +238,27 @@ pub fn utf8_incomplete_tail(s: &[u8]) -> bool {
     false
 }
 
+/// Where a block's end splits a UTF-8 sequence: the first of its last three
+/// bytes that is a lead asking for more bytes than the block holds after it
+/// (`F0..` at 61, `E0..` at 62, `C0..` at 63), or 64 if none is. On valid
+/// text at most one is; on text that is not, any one of them starts the
+/// next block, which then finds the error.
+#[inline(always)]
+pub fn split_lead(b: &[u8; 64]) -> u32 {
+    // On branches: a split is rare, and three compares that fall through
+    // cost less than the same three turned into a mask.
+    let [.., b61, b62, b63] = *b;
+    if b61 >= 0xF0 {
+        61
+    } else if b62 >= 0xE0 {
+        62
+    } else if b63 >= 0xC0 {
+        63
+    } else {
+        64
+    }
+}
+
 /// Bytes that follow a backslash in a one-character escape: `"\/bfnrt`
 /// (`u` begins the six-byte form and is not among them).
 #[inline]
@@ -1171,6 +1192,24 @@ mod x86_512 {
         _mm512_test_epi8_mask(bad, bad)
     }
 
+    /// Lowest lead a block's end may split at, per byte: 61 asks for
+    /// `F0..`, 62 for `E0..`, 63 for `C0..`; the rest are masked off.
+    const SPLIT_AT: [u8; 64] = {
+        let mut t = [0xFFu8; 64];
+        t[61] = 0xF0;
+        t[62] = 0xE0;
+        t[63] = 0xC0;
+        t
+    };
+
+    /// [`Blocks::split_lead`]: one masked compare.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn split_lead_512(b: &[u8; 64]) -> u32 {
+        let m = _mm512_mask_cmpge_epu8_mask(7 << 61, load(b), load(&SPLIT_AT));
+        m.trailing_zeros()
+    }
+
     /// [`Blocks::escape_masks`].
     #[target_feature(enable = "avx512f,avx512bw")]
     #[inline]
@@ -1234,6 +1273,12 @@ mod x86_512 {
         fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
             // SAFETY: as above.
             unsafe { utf8_512(before, b) }
+        }
+
+        #[inline(always)]
+        fn split_lead(self, b: &[u8; 64]) -> u32 {
+            // SAFETY: as above.
+            unsafe { split_lead_512(b) }
         }
 
         #[inline(always)]
@@ -1982,6 +2027,11 @@ pub trait Blocks: Copy {
     /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
     /// the three bytes before the block; the same bits as [`utf8_flags_naive`].
     fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64;
+    /// [`split_lead`] at this level.
+    #[inline(always)]
+    fn split_lead(self, b: &[u8; 64]) -> u32 {
+        split_lead(b)
+    }
     /// The escape masks of `b`; the same bits as [`escape_masks_naive`].
     fn escape_masks(self, b: &[u8; 64]) -> Escapes;
     /// The hex-digit masks of `b`; the same bits as [`hex_masks_naive`].
@@ -3255,6 +3305,67 @@ mod tests {
             for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
+        }
+    }
+
+    #[test]
+    fn split_lead_matches_the_tail_walk() {
+        struct Job<'a>(&'a [u8; 64]);
+        impl BlockJob for Job<'_> {
+            type Out = u32;
+            fn run<B: Blocks>(self, blocks: B) -> u32 {
+                blocks.split_lead(self.0)
+            }
+        }
+        // The first of the last three bytes whose sequence, by its lead,
+        // runs past the block's end.
+        let walk = |b: &[u8; 64]| {
+            (61..64u32)
+                .find(|&k| {
+                    let need = match b[k as usize] {
+                        0xF0.. => 4,
+                        0xE0.. => 3,
+                        0xC0.. => 2,
+                        _ => 1,
+                    };
+                    k + need > 64
+                })
+                .unwrap_or(64)
+        };
+        // Every value of each of the three bytes among boundary values of
+        // the other two, over blocks that are all ASCII or all leads.
+        let edges = [
+            0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC0, 0xC3, 0xDF, 0xE0, 0xEF, 0xF0, 0xF4, 0xFF,
+        ];
+        let mut seen = [0usize; 65];
+        for fill in [b'a', 0xF0] {
+            for pos in 61..64 {
+                for v in 0..=255u8 {
+                    for &x in &edges {
+                        for &y in &edges {
+                            let mut b = [fill; 64];
+                            let others: Vec<usize> = (61..64).filter(|&k| k != pos).collect();
+                            b[pos] = v;
+                            b[others[0]] = x;
+                            b[others[1]] = y;
+                            let want = walk(&b);
+                            seen[want as usize] += 1;
+                            for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
+                                assert_eq!(
+                                    with_blocks_at(l, Job(&b)),
+                                    want,
+                                    "{l:?} {:02X?}",
+                                    &b[61..]
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Each answer came up.
+        for k in [61, 62, 63, 64] {
+            assert!(seen[k] > 1000, "{k}: {}", seen[k]);
         }
     }
 

@@ -625,18 +625,8 @@ fn string_blocks<B: scan::Blocks, const CHARS: bool, const U: bool>(
             let flags = blocks.utf8_flags([b' '; 3], w);
             if c == 64 {
                 // A sequence the block's end splits: the next block starts at
-                // its lead, the lead among the last three bytes that asks for
-                // more bytes than follow it.
-                let [.., b61, b62, b63] = *w;
-                c = if b63 >= 0xC0 {
-                    63
-                } else if b62 >= 0xE0 {
-                    62
-                } else if b61 >= 0xF0 {
-                    61
-                } else {
-                    64
-                };
+                // its lead.
+                c = blocks.split_lead(w);
             }
             // Bit `c`: whether the sequence before it is whole.
             if flags & blocks.below(c + 1) != 0 {
