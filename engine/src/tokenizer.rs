@@ -677,29 +677,29 @@ struct UEscapes {
 /// 58, or a high half past 52) is never good.
 #[inline(always)]
 fn u_escapes<B: scan::Blocks>(blocks: B, h: scan::HexMasks, ul: u64) -> UEscapes {
-    let hex4 = (h.hex >> 2) & (h.hex >> 3) & (h.hex >> 4) & (h.hex >> 5);
+    // Bit `p`: bytes `p..p + 4` are hex digits (two doubling steps).
+    let hex2 = h.hex & (h.hex >> 1);
+    let hex4 = hex2 & (hex2 >> 2);
+    let whole = ul & (hex4 >> 2);
     // `D` then one of `89ABCDEF`; a low half's second digit is in `CDEF`.
-    let surrogate = (h.d >> 2) & (h.hex >> 3) & !(h.oct >> 3);
-    let low_half = surrogate & (h.cf >> 3);
-    let whole = ul & hex4;
-    let lows = whole & low_half;
-    let mut single = whole & !surrogate;
-    let mut pairs = whole & surrogate & !low_half & (lows >> 6);
+    let surrogate = whole & (h.d >> 2) & ((h.hex & !h.oct) >> 3);
+    let lows = surrogate & (h.cf >> 3);
+    let pairs = surrogate & !lows & (lows >> 6);
+    let single = whole & !surrogate;
     let bad = (ul & !(single | pairs | pairs << 6)).trailing_zeros();
-    single &= blocks.below(bad);
-    pairs &= blocks.below(bad);
+    let taken = blocks.below(bad);
+    let (single, pairs) = (single & taken, pairs & taken);
     // Code points below 0x80 (`00` then `0-7`) decode to one byte, below
     // 0x800 (`0` then `0-7`) to two, the rest of one escape to three, a
-    // pair to four.
-    let one = (h.zero >> 2) & (h.zero >> 3) & (h.oct >> 4);
-    let two = (h.zero >> 2) & (h.oct >> 3) & !one;
+    // pair to four. So a single escape's 6 bytes are 3 more than it decodes
+    // to (one of them counted by the caller, as for every escape), and one
+    // more for each of these two bounds that it is below.
+    let below_800 = single & (h.zero >> 2) & (h.oct >> 3);
+    let below_80 = below_800 & (h.zero >> 3) & (h.oct >> 4);
     let (n, n_pairs) = (single.count_ones() as u64, pairs.count_ones() as u64);
     UEscapes {
         bad,
-        less: 2 * n
-            + 2 * (single & one).count_ones() as u64
-            + (single & two).count_ones() as u64
-            + 6 * n_pairs,
+        less: 2 * n + below_800.count_ones() as u64 + below_80.count_ones() as u64 + 6 * n_pairs,
         not_chars: 4 * n + 9 * n_pairs,
     }
 }
