@@ -1192,8 +1192,9 @@ mod x86_512 {
         _mm512_test_epi8_mask(bad, bad)
     }
 
-    /// Lowest lead a block's end may split at, per byte: 61 asks for
-    /// `F0..`, 62 for `E0..`, 63 for `C0..`; the rest are masked off.
+    /// Per byte of a block, the least lead there that asks for more bytes
+    /// than the block holds after it: `F0` at 61, `E0` at 62, `C0` at 63.
+    /// The other bytes are masked off.
     const SPLIT_AT: [u8; 64] = {
         let mut t = [0xFFu8; 64];
         t[61] = 0xF0;
