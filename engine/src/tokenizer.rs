@@ -442,7 +442,7 @@ impl FastStr {
 /// walk is compiled both ways: on text with many escapes or non-ASCII
 /// characters the count is a few percent of the walk.
 #[inline(never)]
-fn fast_string(chunk: &[u8], start: usize, chars: bool) -> FastStr {
+fn fast_string(chunk: &[u8], start: usize, chars: bool, passes: &mut Passes) -> FastStr {
     // A string that ends within 64 bytes, plain ASCII up to its quote (a URL,
     // a date, an id, a sentence), needs none of the walk's setup.
     if let Some(q) = scan::medium_string(chunk, start) {
@@ -454,28 +454,45 @@ fn fast_string(chunk: &[u8], start: usize, chars: bool) -> FastStr {
             chars: if chars { run } else { 0 },
         };
     }
-    fast_string_at(scan::level(), chunk, start, chars)
+    fast_string_at(scan::level(), chunk, start, chars, passes)
+}
+
+/// Which passes of the block walk a string has needed so far
+/// ([`string_blocks`]' `U` and `EAGER`): a string that goes on in the next
+/// chunk starts there in the pass it had reached, not in the first one
+/// again. Any pass is right for any block, so a stale value costs only
+/// speed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Passes {
+    u: bool,
+    eager: bool,
 }
 
 /// [`fast_string`]'s block walk at a given level: the CPU's own, or (in
 /// tests) any other, the portable twin among them.
 #[inline(always)]
-fn fast_string_at(level: scan::Level, chunk: &[u8], start: usize, chars: bool) -> FastStr {
+fn fast_string_at(
+    level: scan::Level,
+    chunk: &[u8],
+    start: usize,
+    chars: bool,
+    passes: &mut Passes,
+) -> FastStr {
     if chars {
-        scan::with_blocks_at(level, StrJob::<true>(chunk, start))
+        scan::with_blocks_at(level, StrJob::<true>(chunk, start, passes))
     } else {
-        scan::with_blocks_at(level, StrJob::<false>(chunk, start))
+        scan::with_blocks_at(level, StrJob::<false>(chunk, start, passes))
     }
 }
 
 /// The block walk of a string body; `CHARS`: count its characters.
-struct StrJob<'a, const CHARS: bool>(&'a [u8], usize);
+struct StrJob<'a, const CHARS: bool>(&'a [u8], usize, &'a mut Passes);
 
 impl<const CHARS: bool> scan::BlockJob for StrJob<'_, CHARS> {
     type Out = FastStr;
     #[inline(always)]
     fn run<B: scan::Blocks>(self, blocks: B) -> FastStr {
-        fast_string_in::<B, CHARS>(blocks, self.0, self.1)
+        fast_string_in::<B, CHARS>(blocks, self.0, self.1, self.2)
     }
 }
 
@@ -486,11 +503,13 @@ fn fast_string_in<B: scan::Blocks, const CHARS: bool>(
     blocks: B,
     chunk: &[u8],
     start: usize,
+    passes: &mut Passes,
 ) -> FastStr {
-    // The walk starts without the `\u` work and without the UTF-8 check;
-    // each stop for one of them goes on with it from there, so there are
-    // at most three.
-    let (mut u, mut eager) = (false, false);
+    // The walk starts in the passes the string has needed so far (for a
+    // new string, without the `\u` work and without the UTF-8 check); each
+    // stop for one of them goes on with it from there, so there are at most
+    // three.
+    let Passes { mut u, mut eager } = *passes;
     let (mut less, mut not_chars) = (0, 0);
     let mut at = start;
     let b = loop {
@@ -509,6 +528,7 @@ fn fast_string_in<B: scan::Blocks, const CHARS: bool>(
         eager |= b.high_seen;
         at = b.end;
     };
+    *passes = Passes { u, eager };
     let taken = (b.end - start) as u64;
     let (dec, chars) = (taken - less, taken - not_chars);
     if b.quote {
@@ -904,7 +924,12 @@ fn string_units<B: scan::Blocks, const CHARS: bool>(
             if v == 0 {
                 return FastStr::none(start);
             }
-            return fast_string(chunk.get(..start + v).unwrap_or(&[]), start, CHARS);
+            return fast_string(
+                chunk.get(..start + v).unwrap_or(&[]),
+                start,
+                CHARS,
+                &mut Passes::default(),
+            );
         }
     }
     let len = (stop - start) as u64;
@@ -924,7 +949,7 @@ fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
     if let Some(q) = scan::short_string(chunk, start) {
         return Ok(q + 1);
     }
-    let f = fast_string(chunk, start, false);
+    let f = fast_string(chunk, start, false, &mut Passes::default());
     if f.quote {
         Ok(f.end + 1)
     } else {
@@ -1002,7 +1027,7 @@ fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
         .ok()
         .and_then(|m| start.checked_add(m)?.checked_add(1))
         .map_or(chunk.len(), |l| l.min(chunk.len()));
-    let f = fast_string(chunk.get(..lim)?, start, false);
+    let f = fast_string(chunk.get(..lim)?, start, false, &mut Passes::default());
     f.quote.then_some((f.end, f.dec))
 }
 
@@ -1306,6 +1331,8 @@ pub struct Tokenizer {
     /// Characters (Unicode scalar values) of the current string so far,
     /// when `count_chars`.
     chars_total: u64,
+    /// The block walk's passes the current string has needed.
+    passes: Passes,
     /// Whether strings' characters are counted ([`Tokenizer::set_count_chars`]).
     count_chars: bool,
     /// Whether a surrogate escape outside a pair is read as a character
@@ -1381,6 +1408,7 @@ impl Tokenizer {
             allow_enc: u64::MAX,
             dec_total: 0,
             chars_total: 0,
+            passes: Passes::default(),
             count_chars: true,
             lone_surrogates: false,
             esc: Esc::None,
@@ -1598,6 +1626,7 @@ impl Tokenizer {
         self.allow_enc = u64::MAX;
         self.dec_total = 0;
         self.chars_total = 0;
+        self.passes = Passes::default();
         self.esc = Esc::None;
         self.utf_need = 0;
         self.held_len = 0;
@@ -2169,7 +2198,12 @@ impl Tokenizer {
                             i += a;
                             continue;
                         }
-                        fast_string(chunk.get(..lim).unwrap_or(chunk), i, self.count_chars)
+                        fast_string(
+                            chunk.get(..lim).unwrap_or(chunk),
+                            i,
+                            self.count_chars,
+                            &mut self.passes,
+                        )
                     }
                     _ => FastStr::none(i),
                 };
@@ -2946,6 +2980,7 @@ mod tests {
     use super::{
         digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
         number_end_bytes, short_number_end, skip_string, skip_string_short_first, u_escapes,
+        Passes,
     };
     use crate::scan::{self, Level};
 
@@ -3085,7 +3120,13 @@ mod tests {
                 let c = &s[..end];
                 let want = naive_string(c, start);
                 for level in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
-                    let f = fast_string_at(level, c, start, true);
+                    // Started in any pass, as a string that goes on from the
+                    // last chunk is: the same answer.
+                    let mut passes = Passes {
+                        u: end % 2 == 1,
+                        eager: end % 4 >= 2,
+                    };
+                    let f = fast_string_at(level, c, start, true, &mut passes);
                     // A UTF-8 sequence the chunk end splits is left to the
                     // byte-wise machine, as the unit walk does.
                     assert_eq!(
@@ -3095,7 +3136,7 @@ mod tests {
                         String::from_utf8_lossy(c)
                     );
                     // Without the count: the same walk, no characters.
-                    let f = fast_string_at(level, c, start, false);
+                    let f = fast_string_at(level, c, start, false, &mut Passes::default());
                     assert_eq!(
                         (f.end, f.quote, f.dec, f.chars),
                         (want.0, want.1, want.2, 0),
@@ -3103,9 +3144,9 @@ mod tests {
                         String::from_utf8_lossy(c)
                     );
                 }
-                let f = fast_string(c, start, true);
+                let f = fast_string(c, start, true, &mut Passes::default());
                 assert_eq!((f.end, f.quote, f.dec, f.chars), want);
-                let f = fast_string(c, start, false);
+                let f = fast_string(c, start, false, &mut Passes::default());
                 assert_eq!(
                     (f.end, f.quote, f.dec, f.chars),
                     (want.0, want.1, want.2, 0)
@@ -3253,7 +3294,11 @@ mod tests {
                     let c = &s[..end];
                     let want = naive_string(c, 0);
                     for level in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
-                        let f = fast_string_at(level, c, 0, true);
+                        let mut passes = Passes {
+                            u: end % 2 == 1,
+                            eager: end % 4 >= 2,
+                        };
+                        let f = fast_string_at(level, c, 0, true, &mut passes);
                         assert_eq!(
                             (f.end, f.quote, f.dec, f.chars),
                             want,
