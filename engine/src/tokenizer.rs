@@ -509,11 +509,10 @@ fn fast_string_in<B: scan::Blocks, const CHARS: bool>(
     // new string, without the `\u` work and without the UTF-8 check); each
     // stop for one of them goes on with it from there, so there are at most
     // three.
-    let Passes { mut u, mut eager } = *passes;
     let (mut less, mut not_chars) = (0, 0);
     let mut at = start;
     let b = loop {
-        let b = match (u, eager) {
+        let b = match (passes.u, passes.eager) {
             (false, false) => string_blocks::<B, CHARS, false, false>(blocks, chunk, at),
             (false, true) => string_blocks::<B, CHARS, false, true>(blocks, chunk, at),
             (true, false) => string_blocks::<B, CHARS, true, false>(blocks, chunk, at),
@@ -524,11 +523,10 @@ fn fast_string_in<B: scan::Blocks, const CHARS: bool>(
         if !(b.u_seen || b.high_seen) {
             break b;
         }
-        u |= b.u_seen;
-        eager |= b.high_seen;
+        passes.u |= b.u_seen;
+        passes.eager |= b.high_seen;
         at = b.end;
     };
-    *passes = Passes { u, eager };
     let taken = (b.end - start) as u64;
     let (dec, chars) = (taken - less, taken - not_chars);
     if b.quote {
