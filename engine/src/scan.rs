@@ -1049,8 +1049,8 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 mod x86_512 {
     use super::{
-        BlockJob, Blocks, Classes, Escapes, HexMasks, Masks, CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH,
-        HEX_LOW, PREV_HIGH, PREV_LOW,
+        BlockJob, Blocks, Classes, Escapes, HexMasks, Masks, Spacing, CUR_HIGH, ESC_HIGH, ESC_LOW,
+        HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -1240,12 +1240,59 @@ mod x86_512 {
         HexMasks::from_classes(|k| _mm512_test_epi8_mask(cls, _mm512_set1_epi8(k as i8)))
     }
 
-    /// The AVX-512 block level; made only by [`run_avx512`].
-    #[derive(Debug, Clone, Copy)]
-    pub struct Avx512Blocks(());
+    /// [`Blocks::spacing`].
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn spacing_512(b: &[u8; 64]) -> Spacing {
+        let v = load(b);
+        Spacing {
+            quote: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'"' as i8)),
+            bslash: _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b'\\' as i8)),
+            ws: _mm512_cmpeq_epi8_mask(_mm512_shuffle_epi8(table(&WS_BY_LOW), v), v),
+        }
+    }
 
-    impl Blocks for Avx512Blocks {
+    /// [`Blocks::compress`]: VBMI2's byte compress, then its expand into
+    /// the window's bytes from `at` (merged: the others stay).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi2")]
+    #[inline]
+    fn compress_vbmi2(win: &mut [u8; 64], at: usize, b: &[u8; 64], keep: u64) {
+        let c = _mm512_maskz_compress_epi8(keep, load(b));
+        let n = keep.count_ones() as usize;
+        let end = at + n;
+        let upto = if end >= 64 { !0 } else { (1u64 << end) - 1 };
+        let from = if at >= 64 { !0 } else { (1u64 << at) - 1 };
+        let w = _mm512_mask_expand_epi8(load(win), upto & !from, c);
+        // SAFETY: `win` is 64 writable bytes; storeu has no alignment need.
+        unsafe { _mm512_storeu_si512(win.as_mut_ptr() as *mut __m512i, w) }
+    }
+
+    /// The AVX-512 block level; made only by [`run_avx512`] and (`V`, with
+    /// VBMI2's byte compress) [`run_avx512_vbmi2`].
+    #[derive(Debug, Clone, Copy)]
+    pub struct Avx512Blocks<const V: bool>(());
+
+    impl<const V: bool> Blocks for Avx512Blocks<V> {
         const SKIM: bool = true;
+        const COMPRESS: bool = V;
+
+        #[inline(always)]
+        fn compress(self, win: &mut [u8; 64], at: usize, b: &[u8; 64], keep: u64) {
+            if V {
+                // SAFETY: an `Avx512Blocks<true>` exists only inside
+                // `run_avx512_vbmi2`, which the dispatcher calls after
+                // detecting VBMI2 (with AVX-512 F and BW).
+                unsafe { compress_vbmi2(win, at, b, keep) }
+            } else {
+                super::compress_naive(win, at, b, keep)
+            }
+        }
+
+        #[inline(always)]
+        fn spacing(self, b: &[u8; 64]) -> Spacing {
+            // SAFETY: as for `classes`.
+            unsafe { spacing_512(b) }
+        }
 
         #[inline(always)]
         fn classes(self, b: &[u8; 64]) -> Classes {
@@ -1327,7 +1374,17 @@ mod x86_512 {
     /// (checked at run time by the caller).
     #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw")]
     pub unsafe fn run_avx512<J: BlockJob>(job: J) -> J::Out {
-        job.run(Avx512Blocks(()))
+        job.run(Avx512Blocks::<false>(()))
+    }
+
+    /// [`run_avx512`] with VBMI2 too, for a job that asks for its byte
+    /// compress ([`BlockJob::VBMI2`]).
+    ///
+    /// # Safety
+    /// As [`run_avx512`], and the CPU must support AVX-512 VBMI2.
+    #[target_feature(enable = "avx2,popcnt,bmi1,bmi2,avx512f,avx512bw,avx512vbmi2")]
+    pub unsafe fn run_avx512_vbmi2<J: BlockJob>(job: J) -> J::Out {
+        job.run(Avx512Blocks::<true>(()))
     }
 }
 
@@ -1736,6 +1793,27 @@ pub struct Classes {
     pub slash: u64,
 }
 
+/// [`Blocks::spacing`]: three of a block's [`Classes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Spacing {
+    pub quote: u64,
+    pub bslash: u64,
+    pub ws: u64,
+}
+
+/// The portable [`Blocks::compress`], and its oracle: the kept bytes one by one.
+pub fn compress_naive(win: &mut [u8; 64], at: usize, b: &[u8; 64], keep: u64) {
+    let mut n = at;
+    for (k, &x) in b.iter().enumerate() {
+        if keep >> k & 1 != 0 {
+            if let Some(d) = win.get_mut(n) {
+                *d = x;
+            }
+            n += 1;
+        }
+    }
+}
+
 /// The naive oracle of [`Classes`] (and the portable implementation, which
 /// only tests use: the skim is off below [`Level::Avx512`]).
 pub fn classes_naive(blk: &[u8; 64]) -> Classes {
@@ -2064,6 +2142,26 @@ pub trait Blocks: Copy {
     fn extract(self, x: u64, mask: u64) -> u64 {
         extract(x, mask)
     }
+    /// Whether [`Blocks::compress`] is one instruction at this level (the
+    /// dense skim runs only where it is).
+    const COMPRESS: bool = false;
+    /// The bytes of `b` at the set bits of `keep`, in order, into `win`
+    /// from `at` on, as many as fit; the rest of `win` is left as it was.
+    #[inline(always)]
+    fn compress(self, win: &mut [u8; 64], at: usize, b: &[u8; 64], keep: u64) {
+        compress_naive(win, at, b, keep)
+    }
+    /// The quotes, backslashes and whitespace of `b`: the classes the dense
+    /// skim needs to find the whitespace outside strings.
+    #[inline(always)]
+    fn spacing(self, b: &[u8; 64]) -> Spacing {
+        let c = self.classes(b);
+        Spacing {
+            quote: c.quote,
+            bslash: c.bslash,
+            ws: c.ws,
+        }
+    }
     /// [`skip_ws_after`] at this level: `s[i]` is whitespace; the index of
     /// the first byte after it that is not (or `s.len()`). The baseline
     /// (SSE2 on x86_64, NEON on aarch64) unless a level has wider registers.
@@ -2107,6 +2205,9 @@ pub trait BlockJob {
     /// block masks) is most of its work can lose more to being compiled
     /// for AVX-512 than the masks win.
     const AVX512: bool = true;
+    /// Whether the job runs with VBMI2 too at [`Level::Avx512`], where the
+    /// CPU has it ([`Blocks::COMPRESS`]).
+    const VBMI2: bool = false;
     fn run<B: Blocks>(self, blocks: B) -> Self::Out;
 }
 
@@ -2120,6 +2221,12 @@ pub fn with_blocks<J: BlockJob>(job: J) -> J::Out {
 #[inline]
 pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
     match level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 if J::AVX512 && J::VBMI2 && vbmi2_ok() => {
+            // SAFETY: `vbmi2_ok` checked (once, cached) that the CPU has
+            // AVX-512 VBMI2, F and BW, AVX2, POPCNT, BMI1 and BMI2.
+            unsafe { x86_512::run_avx512_vbmi2(job) }
+        }
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 if J::AVX512 && avx512_ok() => {
             // SAFETY: `avx512_ok` checked (once, cached) that the CPU has
@@ -2445,6 +2552,24 @@ fn avx2_ok() -> bool {
 #[inline]
 fn avx512_ok() -> bool {
     detect() == Level::Avx512 || has_avx512()
+}
+
+/// Whether the CPU has AVX-512 (as [`avx512_ok`]) and VBMI2, asked once.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn vbmi2_ok() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0 until asked; then 1 (no) or 2 (yes).
+    static VBMI2: AtomicU8 = AtomicU8::new(0);
+    match VBMI2.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let on = avx512_ok() && is_x86_feature_detected!("avx512vbmi2");
+            VBMI2.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+            on
+        }
+    }
 }
 
 /// The implementation in use.
@@ -3307,6 +3432,75 @@ mod tests {
                 assert_eq!(with_blocks_at(l, Job(&b)), want, "{l:?} {b:02X?}");
             }
         }
+    }
+
+    #[test]
+    fn compress_and_spacing_match_their_oracles() {
+        struct Job<'a>(&'a [u8; 64], [u8; 64], usize, u64);
+        impl BlockJob for Job<'_> {
+            type Out = ([u8; 64], Spacing, bool);
+            // The dense skim's own levels: with VBMI2 where the CPU has it.
+            const VBMI2: bool = true;
+            fn run<B: Blocks>(self, blocks: B) -> Self::Out {
+                let Job(b, mut win, at, keep) = self;
+                blocks.compress(&mut win, at, b, keep);
+                (win, blocks.spacing(b), B::COMPRESS)
+            }
+        }
+        let mut x = 0x5EED_0FC0_4E55_u64;
+        let mut compressed = 0;
+        for round in 0..20_000u32 {
+            let mut b = [0u8; 64];
+            for slot in b.iter_mut() {
+                let r = xorshift(&mut x);
+                *slot = if round % 2 == 0 {
+                    r as u8
+                } else {
+                    b" \t\n\r\"\\ax{1"[(r % 10) as usize]
+                };
+            }
+            // Any mask, and the sparse and dense ends of it; any start,
+            // past the window's end too.
+            let keep = match round % 4 {
+                0 => xorshift(&mut x),
+                1 => xorshift(&mut x) & xorshift(&mut x) & xorshift(&mut x),
+                2 => xorshift(&mut x) | xorshift(&mut x),
+                _ => u64::MAX,
+            };
+            let at = (xorshift(&mut x) % 70) as usize;
+            let mut before = [0u8; 64];
+            for slot in before.iter_mut() {
+                *slot = xorshift(&mut x) as u8;
+            }
+            let mut want = before;
+            let kept: Vec<u8> = (0..64)
+                .filter(|&k| keep >> k & 1 != 0)
+                .map(|k| b[k])
+                .collect();
+            for (k, &v) in kept.iter().enumerate() {
+                if let Some(slot) = want.get_mut(at + k) {
+                    *slot = v;
+                }
+            }
+            let c = classes_naive(&b);
+            let spacing = Spacing {
+                quote: c.quote,
+                bslash: c.bslash,
+                ws: c.ws,
+            };
+            for l in [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon] {
+                let (win, sp, vbmi2) = with_blocks_at(l, Job(&b, before, at, keep));
+                assert_eq!(win, want, "{l:?} at {at}, keep {keep:016X}, {b:02X?}");
+                assert_eq!(sp, spacing, "{l:?} {b:02X?}");
+                compressed += usize::from(vbmi2);
+            }
+        }
+        // The byte compress itself was run where the CPU has it.
+        #[cfg(target_arch = "x86_64")]
+        let has = vbmi2_ok();
+        #[cfg(not(target_arch = "x86_64"))]
+        let has = false;
+        assert_eq!(compressed > 0, has, "{compressed}");
     }
 
     #[test]

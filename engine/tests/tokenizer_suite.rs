@@ -257,7 +257,7 @@ fn skipping_validates_like_tokenizing_on_mutated_documents() {
 
 /// Compact structure several blocks long, as the skip loop's block skim
 /// takes it (on a CPU with AVX-512): a list of small objects, numbers of
-/// every shape, the same list pretty-printed.
+/// every shape, the list pretty-printed and the numbers deeply indented.
 fn structure_docs() -> Vec<Vec<u8>> {
     let mut list = String::from("[");
     for i in 0..6 {
@@ -281,6 +281,13 @@ fn structure_docs() -> Vec<Vec<u8>> {
         .replace(",", ",\n  ")
         .replace(":", ": ")
         .replace("{", "{ ");
+    // Indented deep enough that a block holds few tokens: the skim goes on
+    // in dense windows, the whitespace left out.
+    let indent = format!("\n{}", " ".repeat(16));
+    let indented = numbers
+        .replace(",", &format!(",{indent}"))
+        .replace(":", ":\t")
+        .replace("[", &format!("[\r{indent}"));
     // Deep nesting after a skip long enough for the skim, its closers in one
     // run with values between them (the skim takes such a run at once).
     let mut deep = format!("[{}", "0,".repeat(40));
@@ -306,6 +313,7 @@ fn structure_docs() -> Vec<Vec<u8>> {
         list.into_bytes(),
         numbers.into_bytes(),
         pretty.into_bytes(),
+        indented.into_bytes(),
         deep.into_bytes(),
     ]
 }
