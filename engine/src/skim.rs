@@ -216,7 +216,9 @@ impl BlockJob for SkimJob<'_> {
                 None => break,
                 Some(tokens) if tokens < MIN_TOKENS => {
                     st.sparse = true;
-                    if B::COMPRESS || self.any_level {
+                    // Sparse for its whitespace (indentation), not for a
+                    // long string: dense windows leave the whitespace out.
+                    if (B::COMPRESS || self.any_level) && c.ws.count_ones() >= DENSE_WS {
                         dense(blocks, self.chunk, &mut st, self.stack, &self.bounds);
                     }
                     break;
@@ -433,6 +435,11 @@ fn grammar(t: &Tokens, ws: u64) -> (u64, u64) {
 /// window is taken short.
 const DENSE_FROM: usize = 8;
 
+/// The whitespace bytes a sparse block must hold for the skim to go on in
+/// dense windows: fewer, and it is sparse for its long strings, which
+/// dense windows do not shorten.
+const DENSE_WS: u32 = 24;
+
 /// The skim over sparse structure (indented JSON): each window of 64
 /// bytes is gathered from the input with the whitespace outside strings
 /// left out, then taken as a block ([`block`]), its cut mapped back to the
@@ -453,7 +460,7 @@ fn dense<B: Blocks>(
         let mut win = [b' '; 64];
         // Of each input block drawn: where it starts, its bytes kept, and
         // where in `buf` they start.
-        let mut from = [(0usize, 0u64, 0usize); DENSE_FROM];
+        let mut from = [(0usize, 0u64, usize::MAX); DENSE_FROM];
         let mut drawn = 0;
         let mut n = 0usize;
         let mut o = st.end;
@@ -495,7 +502,10 @@ fn dense<B: Blocks>(
         };
         // The cut, in the input: the `k`-th byte kept of the block it is in.
         let cut = t.end - 1;
-        let Some(&(at, keep, d0)) = from.iter().take(drawn).rev().find(|f| f.2 <= cut) else {
+        // Counted over all entries, not searched: how many blocks a window
+        // draws from varies at random.
+        let j = from.iter().filter(|f| f.2 <= cut).count();
+        let Some(&(at, keep, d0)) = j.checked_sub(1).and_then(|j| from.get(j)) else {
             return;
         };
         let k = (cut - d0) as u32;
