@@ -1031,6 +1031,63 @@ mod tests {
         vec![list, mixed.as_bytes().to_vec(), deep, rings]
     }
 
+    /// Up to three one-byte changes to `d`, each a byte of `alphabet` put
+    /// over one, put in, or a byte taken out.
+    fn mutate(d: &mut Vec<u8>, seed: &mut u64, alphabet: &[u8]) {
+        for _ in 0..(xorshift(seed) % 4) {
+            let at = (xorshift(seed) as usize) % d.len();
+            let ch = alphabet[(xorshift(seed) as usize) % alphabet.len()];
+            match xorshift(seed) % 3 {
+                0 => d[at] = ch,
+                1 => d.insert(at, ch),
+                _ => {
+                    d.remove(at);
+                }
+            }
+        }
+    }
+
+    /// Skim `d` from `start` at both levels: whatever is taken, the slow
+    /// twin takes too, with the same state, stack and count; a try that
+    /// takes nothing leaves the stack alone; the levels agree. Whether
+    /// anything was taken.
+    fn skims_as_its_twin(
+        d: &[u8],
+        start: usize,
+        prev: Prev,
+        stack0: &[bool],
+        bounds: Bounds,
+    ) -> bool {
+        let mut outs = Vec::new();
+        for level in LEVELS {
+            let mut stack = stack0.to_vec();
+            let depth = stack.len() as u32;
+            let got = skim_at(level, d, start, prev, depth, &mut stack, bounds);
+            if let Some(t) = got {
+                let want = reference(d, start, t.end, prev, stack0, bounds);
+                assert_eq!(
+                    want,
+                    Some((t.prev, stack.clone(), t.count)),
+                    "{level:?} took {}..{} of {}",
+                    start,
+                    t.end,
+                    String::from_utf8_lossy(d)
+                );
+                assert_eq!(t.depth as usize, stack.len());
+            } else {
+                assert_eq!(stack, stack0, "a block not taken changed the stack");
+            }
+            outs.push((got, stack));
+        }
+        assert_eq!(
+            outs[0],
+            outs[1],
+            "levels disagree on {}",
+            String::from_utf8_lossy(d)
+        );
+        outs[0].0.is_some()
+    }
+
     /// Whatever the skim takes, the slow twin takes too, and reaches the
     /// same state, stack and count; the two levels agree byte for byte.
     #[test]
@@ -1041,17 +1098,7 @@ mod tests {
         let (mut tried, mut taken) = (0, 0);
         for round in 0..40_000u64 {
             let mut d = bases[(round % 4) as usize].clone();
-            for _ in 0..(xorshift(&mut seed) % 4) {
-                let at = (xorshift(&mut seed) as usize) % d.len();
-                let ch = alphabet[(xorshift(&mut seed) as usize) % alphabet.len()];
-                match xorshift(&mut seed) % 3 {
-                    0 => d[at] = ch,
-                    1 => d.insert(at, ch),
-                    _ => {
-                        d.remove(at);
-                    }
-                }
-            }
+            mutate(&mut d, &mut seed, alphabet);
             if d.first() != Some(&b'[') {
                 continue;
             }
@@ -1096,34 +1143,7 @@ mod tests {
                 max_depth,
                 ..BOUNDS
             };
-            let mut outs = Vec::new();
-            for level in LEVELS {
-                let mut stack = stack0.clone();
-                let depth = stack.len() as u32;
-                let got = skim_at(level, &d, start, prev, depth, &mut stack, bounds);
-                if let Some(t) = got {
-                    let want = reference(&d, start, t.end, prev, &stack0, bounds);
-                    assert_eq!(
-                        want,
-                        Some((t.prev, stack.clone(), t.count)),
-                        "{level:?} took {}..{} of {}",
-                        start,
-                        t.end,
-                        String::from_utf8_lossy(&d)
-                    );
-                    assert_eq!(t.depth as usize, stack.len());
-                } else {
-                    assert_eq!(stack, stack0, "a block not taken changed the stack");
-                }
-                outs.push((got, stack));
-            }
-            assert_eq!(
-                outs[0],
-                outs[1],
-                "levels disagree on {}",
-                String::from_utf8_lossy(&d)
-            );
-            if outs[0].0.is_some() {
+            if skims_as_its_twin(&d, start, prev, &stack0, bounds) {
                 taken += 1;
             }
         }
@@ -1209,17 +1229,7 @@ mod tests {
         let (mut tried, mut taken) = (0, 0);
         for round in 0..20_000u64 {
             let mut d = bases[(round % bases.len() as u64) as usize].clone();
-            for _ in 0..(xorshift(&mut seed) % 4) {
-                let at = (xorshift(&mut seed) as usize) % d.len();
-                let ch = alphabet[(xorshift(&mut seed) as usize) % alphabet.len()];
-                match xorshift(&mut seed) % 3 {
-                    0 => d[at] = ch,
-                    1 => d.insert(at, ch),
-                    _ => {
-                        d.remove(at);
-                    }
-                }
-            }
+            mutate(&mut d, &mut seed, alphabet);
             // After the first one to three tokens, each an opener.
             let k = 1 + (round as usize / 2) % 3;
             let Some((start, stack0)) = d
@@ -1253,34 +1263,7 @@ mod tests {
                 max_depth: 4 + (round as u32 / 5) % 20,
                 ..BOUNDS
             };
-            let mut outs = Vec::new();
-            for level in LEVELS {
-                let mut stack = stack0.clone();
-                let depth = stack.len() as u32;
-                let got = skim_at(level, &d, start, prev, depth, &mut stack, bounds);
-                if let Some(t) = got {
-                    let want = reference(&d, start, t.end, prev, &stack0, bounds);
-                    assert_eq!(
-                        want,
-                        Some((t.prev, stack.clone(), t.count)),
-                        "{level:?} took {}..{} of {}",
-                        start,
-                        t.end,
-                        String::from_utf8_lossy(&d)
-                    );
-                    assert_eq!(t.depth as usize, stack.len());
-                } else {
-                    assert_eq!(stack, stack0, "a block not taken changed the stack");
-                }
-                outs.push((got, stack));
-            }
-            assert_eq!(
-                outs[0],
-                outs[1],
-                "levels disagree on {}",
-                String::from_utf8_lossy(&d)
-            );
-            if outs[0].0.is_some() {
+            if skims_as_its_twin(&d, start, prev, &stack0, bounds) {
                 taken += 1;
             }
         }
