@@ -149,7 +149,7 @@ def machine():
                 # x86 lists "flags"; aarch64 lists "Features" (NEON is "asimd").
                 if line.startswith("flags") or line.startswith("Features"):
                     fl = line.split(":", 1)[1].split()
-                    names = ("sse2", "sse4_2", "avx2", "avx512f", "avx512bw", "asimd")
+                    names = ("sse2", "sse4_2", "avx2", "avx512f", "avx512bw", "avx512_vbmi2", "asimd")
                     flags = ", ".join(x for x in names if x in fl)
                     break
     except OSError:
@@ -348,7 +348,8 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
              f"memory {mach['mem']}; Linux {mach['kernel']}")
     L.append(f"- Compiler: {mach['rustc']}; profile `bench` (opt-level 3, debug=1, no LTO, "
              "no `target-cpu=native`: the engine picks its level at run time on x86_64, "
-             "AVX-512 F+BW for string blocks and the block skim where the CPU has it (the rest of the skip loop at AVX2), "
+             "AVX-512 F+BW for string blocks and the block skim where the CPU has it (the rest of the skip loop at AVX2; "
+             "the skim's dense windows with VBMI2 too), "
              "else AVX2, else SSE2; NEON on aarch64)")
     if env:
         L.append(f"- Engine: commit `{env.get('commit', '?')}`")
