@@ -459,7 +459,7 @@ fn dense<B: Blocks>(
     loop {
         let mut win = [b' '; 64];
         // Of each input block drawn: where it starts, its bytes kept, and
-        // where in `buf` they start.
+        // where in the window they start.
         let mut from = [(0usize, 0u64, usize::MAX); DENSE_FROM];
         let mut drawn = 0;
         let mut n = 0usize;
@@ -501,7 +501,9 @@ fn dense<B: Blocks>(
             return;
         };
         // The cut, in the input: the `k`-th byte kept of the block it is in.
-        let cut = t.end - 1;
+        let Some(cut) = t.end.checked_sub(1) else {
+            return;
+        };
         // Counted over all entries, not searched: how many blocks a window
         // draws from varies at random.
         let j = from.iter().filter(|f| f.2 <= cut).count();
