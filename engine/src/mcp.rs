@@ -527,6 +527,12 @@ impl Projector {
         &self.treat
     }
 
+    /// Take the treatment of the message begun last (leaving
+    /// [`Treat::Pass`]), for its buffers.
+    pub(crate) fn take_treat(&mut self) -> Treat {
+        std::mem::replace(&mut self.treat, Treat::Pass)
+    }
+
     /// Start a new message.
     pub fn begin(&mut self, treat: Treat) {
         self.eff = match &treat {

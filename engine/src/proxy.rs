@@ -621,7 +621,7 @@ mod tests {
                     cancelled_calls += 1;
                 }
                 Method::ToolsCall(_) | Method::TasksResult(_) => {
-                    let (_, mut t) = shared.treat_for(id, p);
+                    let (_, mut t) = shared.treat_for(id, p, &mut Spare::default());
                     if let Treat::ToolResult(c) = &mut t {
                         c.request_id = None;
                     }
@@ -1749,7 +1749,7 @@ mod tests {
                 "step {step}: the cancelled counts follow the requests"
             );
             drop(pending);
-            let fast = pick_treat(shared.shared());
+            let fast = pick_treat(shared.shared(), &mut Spare::default());
             assert_eq!(fast, pick_treat_slow(shared.shared()), "step {step}");
             kinds.insert((
                 fast.ambiguous,

@@ -497,27 +497,29 @@ impl Shared {
         }
     }
 
-    /// How to treat a response to a request with this method.
-    pub(crate) fn treat_for(&self, id: &[u8], p: &Pending) -> (McpLimits, Treat) {
+    /// How to treat a response to a request with this method. The tool's
+    /// name and the request's id are copied into `spare`'s buffers (a spent
+    /// treatment's, [`Spare::keep`]).
+    pub(crate) fn treat_for(
+        &self,
+        id: &[u8],
+        p: &Pending,
+        spare: &mut Spare,
+    ) -> (McpLimits, Treat) {
         let mut lim = self.cfg.limits;
         // A tasks/result carries the result of the task's tool: same treatment.
-        // Borrowed for the lookups; copied once, into the treatment.
-        let task_tool;
         let tool = match &p.method {
-            Method::ToolsCall(name) => Some(&name[..]),
-            Method::TasksResult(task) => {
-                task_tool = lock(&self.tasks).get(&task[..]).cloned();
-                task_tool.as_deref()
-            }
+            Method::ToolsCall(name) => Some(spare.tool(name)),
+            Method::TasksResult(task) => lock(&self.tasks).get(&task[..]).map(|n| spare.tool(n)),
             _ => None,
         };
         match (&p.method, tool) {
             (Method::ToolsCall(_) | Method::TasksResult(_), Some(name)) => {
-                let facts = lock(&self.tools).get(name).copied().unwrap_or_default();
+                let facts = lock(&self.tools).get(&name).copied().unwrap_or_default();
                 let mut typed = facts.typed;
                 let mut read_only = facts.read_only;
                 if let Some(inv) = &self.cfg.inventory {
-                    if let Some(row) = inv.row(name) {
+                    if let Some(row) = inv.row(&name) {
                         lim = row.apply_result_limits(lim);
                         if let Some(t) = row.typed() {
                             typed = t;
@@ -530,10 +532,10 @@ impl Shared {
                 (
                     lim,
                     Treat::ToolResult(CallInfo {
-                        tool: Some(name.to_string()),
+                        tool: Some(name),
                         typed,
                         read_only,
-                        request_id: Some(id.to_vec()),
+                        request_id: Some(spare.id(id)),
                         modern: p.modern,
                     }),
                 )
@@ -544,11 +546,51 @@ impl Shared {
                     tool: None,
                     typed: false,
                     read_only: true,
-                    request_id: Some(id.to_vec()),
+                    request_id: Some(spare.id(id)),
                     modern: p.modern,
                 }),
             ),
             (Method::ToolsList | Method::ProxyToolsList | Method::Other, _) => (lim, Treat::Pass),
+        }
+    }
+}
+
+/// The buffers of a spent treatment (its tool's name and request id),
+/// which [`Shared::treat_for`] fills for the next one: the server's side of
+/// a session then builds each answer's treatment in memory it already
+/// holds, and a small answer allocates nothing (`tests/no_alloc.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct Spare {
+    tool: String,
+    id: Vec<u8>,
+}
+
+impl Spare {
+    /// `name`, in the spare name buffer.
+    fn tool(&mut self, name: &str) -> String {
+        let mut s = std::mem::take(&mut self.tool);
+        s.clear();
+        s.push_str(name);
+        s
+    }
+
+    /// `id`, in the spare id buffer.
+    fn id(&mut self, id: &[u8]) -> Vec<u8> {
+        let mut v = std::mem::take(&mut self.id);
+        v.clear();
+        v.extend_from_slice(id);
+        v
+    }
+
+    /// Take back the buffers of a treatment that is done with.
+    pub(crate) fn keep(&mut self, t: Treat) {
+        if let Treat::ToolResult(c) = t {
+            if let Some(s) = c.tool {
+                self.tool = s;
+            }
+            if let Some(v) = c.request_id {
+                self.id = v;
+            }
         }
     }
 }
@@ -714,6 +756,9 @@ pub(crate) struct ScalarProbe {
     pub(crate) path: &'static [&'static [u8]],
     pub(crate) walker: Walker,
     pub(crate) value: Option<Vec<u8>>,
+    /// The buffer of a value read and let go ([`ScalarProbe::reset`]),
+    /// for the next one.
+    spare: Vec<u8>,
     pub(crate) failed: bool,
 }
 
@@ -723,6 +768,7 @@ impl ScalarProbe {
             path,
             walker: Walker::new(),
             value: None,
+            spare: Vec::new(),
             failed: false,
         }
     }
@@ -737,10 +783,12 @@ impl ScalarProbe {
         ScalarProbe::new(&[b"result", b"task", b"taskId"])
     }
 
-    /// Ready for the next line, keeping the walker's buffers.
+    /// Ready for the next line, keeping the walker's buffers and the value's.
     pub(crate) fn reset(&mut self) {
         self.walker.reset();
-        self.value = None;
+        if let Some(v) = self.value.take() {
+            self.spare = v;
+        }
         self.failed = false;
     }
 
@@ -757,11 +805,14 @@ impl ScalarProbe {
             (true, false) => Want::Descend,
             _ => Want::Skip,
         };
-        let value = &mut self.value;
+        let (value, spare) = (&mut self.value, &mut self.spare);
         let mut on = |ev: Event<'_>| {
             if let Event::Scalar(path, raw) = ev {
                 if path.len() == target.len() && on_path(path) {
-                    *value = Some(raw.to_vec());
+                    let mut v = std::mem::take(spare);
+                    v.clear();
+                    v.extend_from_slice(raw);
+                    *value = Some(v);
                 }
             }
         };
@@ -864,6 +915,8 @@ pub struct AnswerRelay {
     /// The line's bytes read ahead while its treatment waits for its id.
     look: Vec<u8>,
     probe: ScalarProbe,
+    /// The buffers of the last line's treatment, for the next one's.
+    spare: Spare,
     tools_probe: Option<ToolsProbe>,
     task_probe: Option<ScalarProbe>,
     /// The current line has begun (its treatment was picked).
@@ -896,6 +949,7 @@ impl AnswerRelay {
             line_out: Vec::with_capacity(256 * 1024),
             look: Vec::new(),
             probe,
+            spare: Spare::default(),
             tools_probe: None,
             task_probe: None,
             started: false,
@@ -992,7 +1046,8 @@ impl AnswerRelay {
         let lone = shared.cfg.lone_surrogates;
         if !self.started {
             self.started = true;
-            let pick = pick_treat(shared);
+            self.spare.keep(self.proj.take_treat());
+            let pick = pick_treat(shared, &mut self.spare);
             self.deciding = pick.ambiguous;
             if !self.deciding {
                 begin(shared, &mut self.proj, pick.treat);
@@ -1036,7 +1091,7 @@ impl AnswerRelay {
                 .probe
                 .value
                 .as_deref()
-                .map(|id| resolve(shared, id))
+                .map(|id| resolve(shared, id, &mut self.spare))
                 .or_else(|| {
                     (self.look.len() >= shared.cfg.lookahead || end || self.probe.failed)
                         .then(|| fallback_treat(shared))
@@ -1106,13 +1161,10 @@ impl AnswerRelay {
         if blank {
             return;
         }
-        // The look-ahead's probe holds its own copy of the id where it ran:
-        // that copy serves when it is the projector's id too.
-        let id = match (proj.id(), self.probe.value.take()) {
-            (Some(read), Some(probed)) if read == &probed[..] => Some(probed),
-            (Some(read), _) => Some(read.to_vec()),
-            (None, probed) => probed,
-        };
+        // The projector's reading of the id, else the look-ahead probe's:
+        // borrowed, not copied.
+        let proj = &*proj;
+        let id = proj.id().or(self.probe.value.as_deref());
         if let Some(e) = self.failed.take() {
             line_out.clear();
             if self.streaming_out {
@@ -1131,10 +1183,10 @@ impl AnswerRelay {
             // so does the proxy.
             let target = if proj.has_method() {
                 None
-            } else if id.is_some() {
-                id.clone()
+            } else if let Some(id) = id {
+                Some(Cow::Borrowed(id))
             } else if proj.has_answer() {
-                only_pending(shared)
+                only_pending(shared).map(Cow::Owned)
             } else {
                 None
             };
@@ -1158,7 +1210,7 @@ impl AnswerRelay {
         // Ids are per direction: the id of a request or notification
         // from the server may equal a pending request of the client's,
         // and must not take its place.
-        let (answered, p) = match &id {
+        let (answered, p) = match id {
             Some(id) if !proj.has_method() => lock(&shared.pending).remove(id).unzip(),
             _ => (None, None),
         };
@@ -1263,10 +1315,10 @@ pub(crate) fn begin(shared: &Shared, proj: &mut Projector, treat: Treat) {
 /// its call 7; the Python one reads `"07"` as 7): it gets the tightest
 /// pending call's treatment, as an answer whose id is not found in the
 /// look-ahead does. Earlier builds passed it on unbudgeted.
-pub(crate) fn resolve(shared: &Shared, id: &[u8]) -> Treat {
+pub(crate) fn resolve(shared: &Shared, id: &[u8], spare: &mut Spare) -> Treat {
     let p = lock(&shared.pending).get(id).cloned();
     match p {
-        Some(p) => shared.treat_for(id, &p).1,
+        Some(p) => shared.treat_for(id, &p, spare).1,
         None => fallback_treat(shared),
     }
 }
@@ -1293,7 +1345,7 @@ pub(crate) struct Pick {
 /// this at the start of every answer: building and comparing every pending
 /// call's treatment made that cost grow with them, under the lock the
 /// request side needs to register calls.
-pub(crate) fn pick_treat(shared: &Shared) -> Pick {
+pub(crate) fn pick_treat(shared: &Shared, spare: &mut Spare) -> Pick {
     let pending = lock(&shared.pending);
     let (lists, tasks) = (pending.lists > 0, pending.tasks > 0);
     let mut keys = pending.calls.keys();
@@ -1331,9 +1383,11 @@ pub(crate) fn pick_treat(shared: &Shared) -> Pick {
         modern,
         task: false,
     };
-    let (_, mut treat) = shared.treat_for(&[], &p);
+    let (_, mut treat) = shared.treat_for(&[], &p, spare);
     if let Treat::ToolResult(c) = &mut treat {
-        c.request_id = None;
+        if let Some(v) = c.request_id.take() {
+            spare.id = v;
+        }
     }
     Pick {
         treat,
@@ -1360,7 +1414,8 @@ pub(crate) fn fallback_treat(shared: &Shared) -> Treat {
                 continue;
             }
             if let Method::ToolsCall(_) | Method::TasksResult(_) = p.method {
-                let (lim, mut t) = shared.treat_for(id, p);
+                // Rare (no id in the look-ahead): fresh buffers for each.
+                let (lim, mut t) = shared.treat_for(id, p, &mut Spare::default());
                 let Treat::ToolResult(c) = &mut t else {
                     continue;
                 };
