@@ -30,7 +30,7 @@ use crate::framing;
 use crate::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use crate::inventory::Inventory;
 use crate::jsonrpc;
-use crate::sniff::unquote;
+use crate::sniff::unquote_into;
 
 /// How much of a line that is not a `tools/call` the gate holds before it
 /// hands it on: a short line goes to the server in one write with its newline
@@ -312,7 +312,7 @@ impl RequestGate {
         self.guard.end_line();
         let is_call = self.guard.facts().is_call();
         if is_call {
-            self.tool = unquote(&self.guard.facts().name);
+            unquote_into(&self.guard.facts().name, &mut self.tool);
         }
         let verdict = if is_call {
             self.guard.finish(&self.tool)

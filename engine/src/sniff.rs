@@ -58,6 +58,22 @@ pub(crate) fn json_str(raw: &[u8]) -> Option<String> {
     serde_json::from_slice(&crate::audit::lone_surrogates_as_replacement(raw)).ok()
 }
 
+/// [`unquote`] into `out` (cleared first). A string without escapes (any
+/// tool's usual name) is copied into memory `out` already holds, as
+/// [`json_str`] reads it; anything else is read by [`unquote`].
+pub(crate) fn unquote_into(raw: &[u8], out: &mut String) {
+    out.clear();
+    let plain = raw
+        .strip_prefix(b"\"")
+        .and_then(|r| r.strip_suffix(b"\""))
+        .filter(|_| !raw.contains(&b'\\'))
+        .and_then(|inner| std::str::from_utf8(inner).ok());
+    match plain {
+        Some(s) => out.push_str(s),
+        None => out.push_str(&unquote(raw)),
+    }
+}
+
 /// A JSON string's value ([`json_str`]), or, where `raw` is not a JSON
 /// string, its text without the quotes around it, read leniently: a name
 /// for logs and lookups that never fails.
@@ -477,7 +493,32 @@ impl Walker {
 
 #[cfg(test)]
 mod tests {
-    use super::{canonical, id_alt, id_key, json_str};
+    use super::{canonical, id_alt, id_key, json_str, unquote, unquote_into};
+
+    /// Reading a name into a kept buffer gives what [`unquote`] gives, on
+    /// plain names, escapes, bad UTF-8 and text that is not a string, and
+    /// whatever the buffer held before.
+    #[test]
+    fn unquote_into_reads_as_unquote() {
+        let mut out = String::from("left over from the last line");
+        for raw in [
+            &b"\"echo\""[..],
+            b"\"\"",
+            b"\"",
+            b"\"caf\xc3\xa9\"",
+            b"\"bad \xff\"",
+            br#""a\/b""#,
+            br#""\u0073tore""#,
+            br#""\ud800x""#,
+            b"17",
+            b"null",
+            b"\"unclosed",
+            b"",
+        ] {
+            unquote_into(raw, &mut out);
+            assert_eq!(out, unquote(raw), "{}", String::from_utf8_lossy(raw));
+        }
+    }
 
     #[test]
     fn strings_compare_by_value_whatever_their_escapes() {
