@@ -1673,6 +1673,67 @@ mod tests {
             .is_some());
     }
 
+    /// The buffers the pending set keeps for calls to come stay few and
+    /// small, and hand back what was put in.
+    #[test]
+    fn the_pending_set_keeps_few_small_buffers() {
+        let mut set = PendingSet::default();
+        // A name called again is shared; the last NAMES are kept, and a
+        // long one is not.
+        let a = set.name("alpha");
+        assert!(Arc::ptr_eq(&a, &set.name("alpha")));
+        for i in 0..100 {
+            assert_eq!(&*set.name(&format!("t{i}")), format!("t{i}"));
+        }
+        assert_eq!(set.names.len(), NAMES);
+        assert!(set.names.capacity() <= NAMES);
+        assert!(!Arc::ptr_eq(&a, &set.name("alpha")));
+        let long = "x".repeat(SPARE_KEY_BYTES + 1);
+        assert!(!Arc::ptr_eq(&set.name(&long), &set.name(&long)));
+        assert!(set.names.iter().all(|n| n.len() <= SPARE_KEY_BYTES));
+        // Ids: each answer gets its call's id as the client wrote it (`7.0`
+        // is found as `7`), and the buffers kept are at most SPARE_KEYS, of
+        // at most SPARE_KEY_BYTES.
+        let p = Pending {
+            method: Method::ToolsCall("t".into()),
+            cancelled: false,
+            modern: false,
+            task: false,
+        };
+        let mut into = Vec::new();
+        for round in 0..3 {
+            let ids: Vec<String> = (0..200)
+                .map(|i| match i % 3 {
+                    0 => format!("{i}"),
+                    1 => format!("\"r{round}-{i}\""),
+                    _ => format!("\"{}\"", "y".repeat(SPARE_KEY_BYTES + i)),
+                })
+                .collect();
+            for id in &ids {
+                let k = set.key_for(id.as_bytes());
+                set.insert(k, p.clone());
+            }
+            for id in &ids {
+                let asked = if id.starts_with('"') {
+                    id.clone()
+                } else {
+                    format!("{id}.0")
+                };
+                let got = set.remove_into(asked.as_bytes(), &mut into);
+                assert!(got.is_some_and(|g| g.method == p.method), "{id}");
+                assert_eq!(into, id.as_bytes());
+            }
+            assert!(set.by_id.is_empty() && set.calls.is_empty());
+            assert!(set.spare_keys.len() <= SPARE_KEYS);
+            assert!(set.spare_keys.capacity() <= SPARE_KEYS);
+            assert!(set
+                .spare_keys
+                .iter()
+                .all(|k| (1..=SPARE_KEY_BYTES).contains(&k.capacity())));
+        }
+        assert!(set.remove_into(b"1", &mut into).is_none());
+    }
+
     #[test]
     fn pick_treat_matches_its_slow_twin() {
         let shared = Session::new(ProxyConfig::default(), std::io::sink());

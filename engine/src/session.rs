@@ -108,7 +108,26 @@ pub(crate) struct PendingSet {
     pub(crate) cancelled_calls: usize,
     /// Cancelled requests of every kind, for [`MAX_CANCELLED`].
     pub(crate) cancelled: usize,
+    /// Buffers of settled requests' ids, for new requests' keys
+    /// ([`PendingSet::key_for`], [`PendingSet::remove_into`]).
+    pub(crate) spare_keys: Vec<Vec<u8>>,
+    /// The tool names of the last calls, shared by the calls that name them
+    /// again ([`PendingSet::name`]).
+    pub(crate) names: Vec<Arc<str>>,
 }
+
+/// Buffers [`PendingSet`] keeps for ids to come, each of at most
+/// [`SPARE_KEY_BYTES`] bytes. With them a call and its answer allocate
+/// nothing for the id in the steady state. Bounds what the set keeps of
+/// settled ids (16 KiB); does not bound the ids in flight.
+pub(crate) const SPARE_KEYS: usize = 64;
+pub(crate) const SPARE_KEY_BYTES: usize = 256;
+
+/// Tool names [`PendingSet`] keeps for calls to come (the last ones used),
+/// each of at most [`SPARE_KEY_BYTES`] bytes: a gateway calls a few tools
+/// over and over, and each call then shares its name. Bounds what the set
+/// keeps of names no call in flight uses (4 KiB).
+pub(crate) const NAMES: usize = 16;
 
 /// Cancelled requests kept for a late answer; past this, the oldest of them
 /// is forgotten for each new one (its late answer then passes as an unknown
@@ -205,6 +224,46 @@ impl PendingSet {
             // A reused id (by value): the new request replaces the old one.
             self.count(&old.p, false);
         }
+    }
+
+    /// `id` as a new request's key ([`PendingSet::insert`]), in a spare
+    /// buffer where the set has one.
+    pub(crate) fn key_for(&mut self, id: &[u8]) -> Vec<u8> {
+        let mut k = self.spare_keys.pop().unwrap_or_default();
+        k.clear();
+        k.extend_from_slice(id);
+        k
+    }
+
+    /// A call's tool name, shared with the last calls that named it.
+    pub(crate) fn name(&mut self, tool: &str) -> Arc<str> {
+        if let Some(n) = self.names.iter().find(|n| ***n == *tool) {
+            return n.clone();
+        }
+        let n: Arc<str> = tool.into();
+        if tool.len() <= SPARE_KEY_BYTES {
+            if self.names.len() >= NAMES {
+                self.names.remove(0);
+            }
+            // Its whole room at once: the list never grows after.
+            self.names.reserve_exact(NAMES - self.names.len());
+            self.names.push(n.clone());
+        }
+        n
+    }
+
+    /// [`PendingSet::remove`], with the id as the client wrote it in `into`
+    /// (its buffer traded for the one the set held, kept for a new key).
+    pub(crate) fn remove_into(&mut self, id: &[u8], into: &mut Vec<u8>) -> Option<Pending> {
+        let (mut raw, p) = self.remove(id)?;
+        std::mem::swap(into, &mut raw);
+        if self.spare_keys.len() < SPARE_KEYS && (1..=SPARE_KEY_BYTES).contains(&raw.capacity()) {
+            // Its whole room at once: the list never grows after.
+            self.spare_keys
+                .reserve_exact(SPARE_KEYS - self.spare_keys.len());
+            self.spare_keys.push(raw);
+        }
+        Some(p)
     }
 
     /// The request `id` answers, with the id as the client wrote it.
@@ -712,12 +771,6 @@ pub(crate) fn register(shared: &Shared, f: &RequestFacts, tool: &str) {
         }
         return;
     }
-    let m = match method {
-        b"\"tools/call\"" => Method::ToolsCall(tool.into()),
-        b"\"tasks/result\"" => Method::TasksResult(f.task_id.as_slice().into()),
-        b"\"tools/list\"" => Method::ToolsList,
-        _ => Method::Other,
-    };
     if shared.cfg.log_level >= LogLevel::Debug {
         shared.log(
             LogLevel::Debug,
@@ -728,8 +781,18 @@ pub(crate) fn register(shared: &Shared, f: &RequestFacts, tool: &str) {
             ),
         );
     }
-    lock(&shared.pending).insert(
-        f.id.clone(),
+    // The name and the key in memory the set keeps (steady state: nothing
+    // allocated).
+    let mut pending = lock(&shared.pending);
+    let m = match method {
+        b"\"tools/call\"" => Method::ToolsCall(pending.name(tool)),
+        b"\"tasks/result\"" => Method::TasksResult(f.task_id.as_slice().into()),
+        b"\"tools/list\"" => Method::ToolsList,
+        _ => Method::Other,
+    };
+    let key = pending.key_for(&f.id);
+    pending.insert(
+        key,
         Pending {
             method: m,
             cancelled: false,
@@ -917,6 +980,8 @@ pub struct AnswerRelay {
     probe: ScalarProbe,
     /// The buffers of the last line's treatment, for the next one's.
     spare: Spare,
+    /// The id of the request the last line answered, as the client wrote it.
+    answered: Vec<u8>,
     tools_probe: Option<ToolsProbe>,
     task_probe: Option<ScalarProbe>,
     /// The current line has begun (its treatment was picked).
@@ -950,6 +1015,7 @@ impl AnswerRelay {
             look: Vec::new(),
             probe,
             spare: Spare::default(),
+            answered: Vec::new(),
             tools_probe: None,
             task_probe: None,
             started: false,
@@ -1210,10 +1276,15 @@ impl AnswerRelay {
         // Ids are per direction: the id of a request or notification
         // from the server may equal a pending request of the client's,
         // and must not take its place.
-        let (answered, p) = match id {
-            Some(id) if !proj.has_method() => lock(&shared.pending).remove(id).unzip(),
-            _ => (None, None),
+        // The client's spelling of the id lands in `answered`, a buffer
+        // the relay keeps (nothing allocated).
+        let p = match id {
+            Some(id) if !proj.has_method() => {
+                lock(&shared.pending).remove_into(id, &mut self.answered)
+            }
+            _ => None,
         };
+        let answered = p.is_some().then_some(self.answered.as_slice());
         let own = p
             .as_ref()
             .is_some_and(|p| p.method == Method::ProxyToolsList);
@@ -1234,14 +1305,14 @@ impl AnswerRelay {
         if let (Some(p), Some(tp)) = (p.as_ref(), self.tools_probe.as_mut()) {
             if matches!(p.method, Method::ToolsList | Method::ProxyToolsList) {
                 learn_tools(shared, tp);
-                if let (true, Some(id)) = (own, answered.as_deref()) {
+                if let (true, Some(id)) = (own, answered) {
                     shared.own_tools_answered(id, tp.next_cursor.take());
                 } else if tp.next_cursor.is_none() {
                     lock(&shared.tools_state).known = true;
                     shared.tools_cv.notify_all();
                 }
             }
-        } else if let (true, Some(id)) = (own, answered.as_deref()) {
+        } else if let (true, Some(id)) = (own, answered) {
             // An answer we cannot read (an error): stop waiting for it.
             shared.own_tools_answered(id, None);
         }

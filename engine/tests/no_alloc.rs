@@ -410,10 +410,13 @@ fn the_request_gate_holds_no_long_line() {
 /// anything near its size while the caller drains `out` after each piece.
 /// Small answers, after the first, allocate nothing: each line's treatment
 /// (its tool's name and request id) is built in the last one's buffers, the
-/// look-ahead's probe reads the id into a buffer it keeps, and the line's id
-/// is borrowed where it is read. Until the forty-fourth session each took
-/// three allocations where calls of two treatments were in flight (the
-/// probe's copy of the id, the name, the request id), two where one was.
+/// look-ahead's probe reads the id into a buffer it keeps, the line's id is
+/// borrowed where it is read, and the request it answers hands its id back
+/// in a buffer traded for one the pending set keeps for new calls. Nor does
+/// a small call, in the gate or as it is noted pending: its key takes one
+/// of those buffers, and its tool's name is shared with the last calls
+/// that named it. Until the forty-fourth session a call and its answer took
+/// five or six allocations between them.
 #[test]
 fn the_answer_relay_holds_no_long_line() {
     use resultbudget::gate::Fate;
@@ -470,9 +473,9 @@ fn the_answer_relay_holds_no_long_line() {
         // whole would allocate over 20 MB for it.
         assert!(bytes < 6 << 20, "line {i}: {bytes} bytes allocated");
     }
-    // Small answers, the id first, with one call in flight at a time, and
-    // call 2 (to the typed tool) in flight throughout: each answer's
-    // treatment waits for its id.
+    // Small answers, the id first, to calls sent beforehand, with call 2
+    // (to the typed tool) in flight throughout: each answer's treatment
+    // waits for its id.
     let mut run = |answers: &mut resultbudget::proxy::AnswerRelay,
                    out: &mut Vec<u8>,
                    n: usize,
@@ -511,4 +514,29 @@ fn the_answer_relay_holds_no_long_line() {
     assert!(out.starts_with(br#"{"jsonrpc":"2.0","id":2,"#), "{out:?}");
     out.clear();
     assert!(run(&mut answers, &mut out, 1000, 2000, 0) > 1000 * 60);
+    // A call and its answer, one at a time, counted together: the gate, the
+    // pending set and the relay allocate nothing between them once the
+    // first few have left their buffers (an id's, a tool name's).
+    let mut round_trip = |k: usize| {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{k},"method":"tools/call","params":{{"name":"u","arguments":{{}}}}}}"#
+        );
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{k},"result":{{"content":[{{"type":"text","text":"hi"}}]}}}}"#
+        );
+        let (_, n, _, _) = count_allocs(|| {
+            send(&call);
+            answers.feed(line.as_bytes(), &mut out);
+            answers.feed(b"\n", &mut out);
+        });
+        assert!(out.starts_with(format!(r#"{{"jsonrpc":"2.0","id":{k},"#).as_bytes()));
+        out.clear();
+        n
+    };
+    for k in 5000..5003 {
+        round_trip(k);
+    }
+    for k in 5003..6003 {
+        assert_eq!(round_trip(k), 0, "call {k} and its answer");
+    }
 }
