@@ -461,6 +461,13 @@ impl Default for Guard {
 
 const QUERY_NAMES: [&str; 3] = ["q", "query", "search"];
 
+/// Whether a top-level argument's name (decoded, perhaps not UTF-8) is one
+/// of [`QUERY_NAMES`]: compared as bytes, which is the same answer as
+/// comparing its text (a name that is not UTF-8 is none of them).
+fn is_query_name(key: &[u8]) -> bool {
+    QUERY_NAMES.iter().any(|q| q.as_bytes() == key)
+}
+
 impl Guard {
     pub fn new(caps: ArgCaps) -> Guard {
         let pb = PointerBuf::new();
@@ -1124,14 +1131,15 @@ impl Guard {
     }
 
     fn top_string(&mut self, len: u64) {
-        // Borrowed unless the key needs mending: most are not query names.
-        let k = String::from_utf8_lossy(&self.top_key);
-        let is_query = QUERY_NAMES.contains(&k.as_ref())
-            || self
-                .row()
-                .is_some_and(|r| r.query_params.iter().any(|q| *q == k));
+        // The usual names by their bytes (an argument name read as text
+        // only where an inventory row names query parameters of its own).
+        let is_query = is_query_name(&self.top_key)
+            || self.row().is_some_and(|r| {
+                let k = String::from_utf8_lossy(&self.top_key);
+                r.query_params.iter().any(|q| *q == k)
+            });
         if is_query {
-            let k = k.into_owned();
+            let k = String::from_utf8_lossy(&self.top_key).into_owned();
             self.top.queries.push((k, len > 0));
         }
     }
@@ -1146,9 +1154,8 @@ impl Guard {
                 self.path.push_index(i);
             } else if self.frames.len() == 1 && self.top_key != b"limit" {
                 // A non-string, non-number top-level value: a query-like name still counts as present.
-                let k = String::from_utf8_lossy(&self.top_key);
-                if QUERY_NAMES.contains(&k.as_ref()) {
-                    let k = k.into_owned();
+                if is_query_name(&self.top_key) {
+                    let k = String::from_utf8_lossy(&self.top_key).into_owned();
                     self.top.queries.push((k, false));
                 }
             }
