@@ -10,7 +10,7 @@ use crate::budget::{Step, ValueBudget};
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::out::Out;
-use crate::record::{push_u64, BudgetKind, PointerBuf, Record, RecordMark};
+use crate::record::{push_u64, u64_digits, BudgetKind, PointerBuf, Record, RecordMark};
 use crate::tokenizer::{hex4, is_low_escape, Lit, Tok, Tokenizer};
 
 /// Limits of the MCP projection. `u64::MAX` means no limit.
@@ -201,15 +201,21 @@ fn marker_len_for(omitted: u64, total: u64) -> u64 {
         + digits(total)
 }
 
+/// Write the marker of a cut text, piece by piece (nothing allocated);
+/// its length.
 fn write_marker(out: &mut Out, omitted: u64, total: u64) -> u64 {
-    let mut m = Vec::with_capacity(80);
-    m.extend_from_slice(MARKER_HEAD.as_bytes());
-    push_u64(&mut m, omitted);
-    m.extend_from_slice(MARKER_MID.as_bytes());
-    push_u64(&mut m, total);
-    m.extend_from_slice(MARKER_TAIL.as_bytes());
-    out.write(&m);
-    m.len() as u64
+    let mut n = 0;
+    for piece in [
+        MARKER_HEAD.as_bytes(),
+        u64_digits(omitted, &mut [0; 20]),
+        MARKER_MID.as_bytes(),
+        u64_digits(total, &mut [0; 20]),
+        MARKER_TAIL.as_bytes(),
+    ] {
+        out.write(piece);
+        n += piece.len() as u64;
+    }
+    n
 }
 
 /// The longest prefix of `enc` (valid JSON string content) made of whole units

@@ -216,8 +216,12 @@ impl Record {
 }
 
 /// Append the decimal digits of `v`.
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut tmp = [0u8; 20];
+pub(crate) fn push_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(u64_digits(v, &mut [0; 20]));
+}
+
+/// The decimal digits of `v`, written at the end of `tmp`.
+pub(crate) fn u64_digits(mut v: u64, tmp: &mut [u8; 20]) -> &[u8] {
     let mut i = tmp.len();
     loop {
         i -= 1;
@@ -229,7 +233,7 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
             break;
         }
     }
-    out.extend_from_slice(tmp.get(i..).unwrap_or(&[]));
+    tmp.get(i..).unwrap_or(&[])
 }
 
 /// A JSON Pointer (RFC 6901) under construction, kept in its JSON-string-encoded

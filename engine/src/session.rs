@@ -536,8 +536,13 @@ impl Shared {
         st.next_cursor = None;
     }
 
+    /// Whether a message at `level` is written ([`Shared::log`]).
+    pub(crate) fn logs(&self, level: LogLevel) -> bool {
+        level <= self.cfg.log_level
+    }
+
     pub(crate) fn log(&self, level: LogLevel, msg: &str) {
-        if level <= self.cfg.log_level {
+        if self.logs(level) {
             let sink = match self.log_sink.read() {
                 Ok(g) => g,
                 Err(p) => p.into_inner(),
@@ -1320,7 +1325,10 @@ impl AnswerRelay {
             shared.tools_changed();
         }
         let rec = proj.record();
-        if rec.truncated() || proj.omitted_members() > 0 {
+        // Written only where the level shows it (not by default): a cut
+        // is the proxy's usual work, and its line is not formatted for
+        // nothing.
+        if (rec.truncated() || proj.omitted_members() > 0) && shared.logs(LogLevel::Info) {
             let tool = match proj.treat() {
                 Treat::ToolResult(c) => c.tool.as_deref().unwrap_or("?"),
                 Treat::Pass => "?",

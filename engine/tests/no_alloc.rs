@@ -517,12 +517,12 @@ fn the_answer_relay_holds_no_long_line() {
     // A call and its answer, one at a time, counted together: the gate, the
     // pending set and the relay allocate nothing between them once the
     // first few have left their buffers (an id's, a tool name's).
-    let mut round_trip = |k: usize| {
+    let mut round_trip = |k: usize, text: &str| {
         let call = format!(
             r#"{{"jsonrpc":"2.0","id":{k},"method":"tools/call","params":{{"name":"u","arguments":{{}}}}}}"#
         );
         let line = format!(
-            r#"{{"jsonrpc":"2.0","id":{k},"result":{{"content":[{{"type":"text","text":"hi"}}]}}}}"#
+            r#"{{"jsonrpc":"2.0","id":{k},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
         );
         let (_, n, _, _) = count_allocs(|| {
             send(&call);
@@ -534,9 +534,18 @@ fn the_answer_relay_holds_no_long_line() {
         n
     };
     for k in 5000..5003 {
-        round_trip(k);
+        round_trip(k, "hi");
     }
     for k in 5003..6003 {
-        assert_eq!(round_trip(k), 0, "call {k} and its answer");
+        assert_eq!(round_trip(k, "hi"), 0, "call {k} and its answer");
+    }
+    // Nor when the answer is cut (a text block over its 16 KiB): the
+    // cut's log line is not formatted at the default level.
+    let long = "x".repeat(20 << 10);
+    for k in 7000..7003 {
+        round_trip(k, &long);
+    }
+    for k in 7003..7103 {
+        assert_eq!(round_trip(k, &long), 0, "call {k} and its cut answer");
     }
 }
