@@ -84,10 +84,21 @@ impl LineProjector {
     fn push(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
         while !input.is_empty() {
             if !self.in_line {
-                let treat = self
-                    .next_treat
-                    .take()
-                    .unwrap_or_else(|| self.default_treat.clone());
+                let treat = match self.next_treat.take() {
+                    Some(t) => t,
+                    // The last line's treatment again where it is the
+                    // default (as it is unless the line before had its own):
+                    // the tool's name and request id are not copied for
+                    // every line.
+                    None => {
+                        let last = self.p.take_treat();
+                        if last == self.default_treat {
+                            last
+                        } else {
+                            self.default_treat.clone()
+                        }
+                    }
+                };
                 self.p.begin(treat);
                 self.in_line = true;
                 self.first = None;

@@ -549,3 +549,51 @@ fn the_answer_relay_holds_no_long_line() {
         assert_eq!(round_trip(k, &long), 0, "call {k} and its cut answer");
     }
 }
+
+/// The library's writers, in steady state, allocate nothing per message:
+/// `ProjectWriter` on small answers and on cut ones (the treatment of the
+/// last line is reused where it is the default, rather than cloned with
+/// its tool's name for every line), and `McpEncoder` the same into a
+/// `BytesMut` it is given room in.
+#[test]
+fn the_library_writers_allocate_nothing_per_message() {
+    use bytes::BytesMut;
+    use resultbudget::mcp::{CallInfo, McpLimits, Treat};
+    use resultbudget::transport::{McpEncoder, ProjectWriter};
+    use std::io::Write;
+    use tokio_util::codec::Encoder;
+    let treat = Treat::ToolResult(CallInfo {
+        tool: Some("search_logs".into()),
+        typed: false,
+        read_only: true,
+        request_id: Some(b"7".to_vec()),
+        modern: false,
+    });
+    let long = "y".repeat(20 << 10);
+    let lines: Vec<String> = (0..200)
+        .map(|k| {
+            let text = if k % 2 == 0 { "hi" } else { long.as_str() };
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{k},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+            )
+        })
+        .collect();
+    let mut w = ProjectWriter::new(std::io::sink(), McpLimits::DEFAULT, treat.clone()).unwrap();
+    let mut enc = McpEncoder::new(McpLimits::DEFAULT, treat).unwrap();
+    let mut dst = BytesMut::with_capacity(1 << 20);
+    for (k, line) in lines.iter().enumerate() {
+        let (r, n, _, _) = count_allocs(|| {
+            w.write_all(line.as_bytes())?;
+            w.write_all(b"\n")?;
+            enc.encode(line.as_bytes(), &mut dst)
+        });
+        r.unwrap();
+        // The encoder's line: the whole answer, or its cut.
+        assert!(dst.starts_with(format!(r#"{{"jsonrpc":"2.0","id":{k},"#).as_bytes()));
+        assert!(dst.len() < 20 << 10, "{k}: {} bytes", dst.len());
+        dst.clear();
+        if k >= 4 {
+            assert_eq!(n, 0, "line {k}");
+        }
+    }
+}
