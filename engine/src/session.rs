@@ -988,7 +988,11 @@ pub struct AnswerRelay {
     /// The id of the request the last line answered, as the client wrote it.
     answered: Vec<u8>,
     tools_probe: Option<ToolsProbe>,
-    task_probe: Option<ScalarProbe>,
+    /// Reads a task-augmented call's answer for its task id, on lines
+    /// begun while such a call was pending (`tasks_on`); kept from line to
+    /// line, with its buffers.
+    task_probe: ScalarProbe,
+    tasks_on: bool,
     /// The current line has begun (its treatment was picked).
     started: bool,
     /// Bytes of the current line were fed since the last newline.
@@ -1013,6 +1017,8 @@ impl AnswerRelay {
         proj.set_lone_surrogates(lone);
         let mut probe = ScalarProbe::id();
         probe.walker.set_lone_surrogates(lone);
+        let mut task_probe = ScalarProbe::task_id();
+        task_probe.walker.set_lone_surrogates(lone);
         Ok(AnswerRelay {
             calls,
             proj,
@@ -1022,7 +1028,8 @@ impl AnswerRelay {
             spare: Spare::default(),
             answered: Vec::new(),
             tools_probe: None,
-            task_probe: None,
+            task_probe,
+            tasks_on: false,
             started: false,
             in_line: false,
             deciding: false,
@@ -1128,11 +1135,7 @@ impl AnswerRelay {
                 tp.walker.set_lone_surrogates(lone);
                 tp
             });
-            self.task_probe = pick.tasks.then(|| {
-                let mut tp = ScalarProbe::task_id();
-                tp.walker.set_lone_surrogates(lone);
-                tp
-            });
+            self.tasks_on = pick.tasks;
         }
         if self.first.is_none() {
             self.first = framing::first_content(bytes);
@@ -1149,8 +1152,8 @@ impl AnswerRelay {
         if let Some(tp) = self.tools_probe.as_mut() {
             tp.feed(bytes, false);
         }
-        if let Some(tp) = self.task_probe.as_mut() {
-            tp.feed(bytes);
+        if self.tasks_on {
+            self.task_probe.feed(bytes);
         }
         if self.deciding {
             // The probe reads the line's first `lookahead` bytes and no more, so
@@ -1295,7 +1298,8 @@ impl AnswerRelay {
             .is_some_and(|p| p.method == Method::ProxyToolsList);
         // A task-augmented call's answer names its task: remember the tool,
         // so the task's result (from tasks/result) gets the tool's treatment.
-        if let (Some(pend), Some(tp)) = (p.as_ref(), self.task_probe.as_mut()) {
+        if let (Some(pend), true) = (p.as_ref(), self.tasks_on) {
+            let tp = &mut self.task_probe;
             if let (Method::ToolsCall(tool), true, Some(task_id)) =
                 (&pend.method, pend.task, tp.value.take())
             {
@@ -1360,7 +1364,8 @@ impl AnswerRelay {
         self.look.clear();
         self.probe.reset();
         self.tools_probe = None;
-        self.task_probe = None;
+        self.task_probe.reset();
+        self.tasks_on = false;
         self.started = false;
         self.deciding = false;
         self.streaming_out = false;

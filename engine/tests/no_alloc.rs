@@ -517,7 +517,7 @@ fn the_answer_relay_holds_no_long_line() {
     // A call and its answer, one at a time, counted together: the gate, the
     // pending set and the relay allocate nothing between them once the
     // first few have left their buffers (an id's, a tool name's).
-    let mut round_trip = |k: usize, text: &str| {
+    let mut round_trip = |send: &mut dyn FnMut(&str), k: usize, text: &str| {
         let call = format!(
             r#"{{"jsonrpc":"2.0","id":{k},"method":"tools/call","params":{{"name":"u","arguments":{{}}}}}}"#
         );
@@ -534,19 +534,34 @@ fn the_answer_relay_holds_no_long_line() {
         n
     };
     for k in 5000..5003 {
-        round_trip(k, "hi");
+        round_trip(&mut send, k, "hi");
     }
     for k in 5003..6003 {
-        assert_eq!(round_trip(k, "hi"), 0, "call {k} and its answer");
+        assert_eq!(round_trip(&mut send, k, "hi"), 0, "call {k} and its answer");
     }
     // Nor when the answer is cut (a text block over its 16 KiB): the
     // cut's log line is not formatted at the default level.
     let long = "x".repeat(20 << 10);
     for k in 7000..7003 {
-        round_trip(k, &long);
+        round_trip(&mut send, k, &long);
     }
     for k in 7003..7103 {
-        assert_eq!(round_trip(k, &long), 0, "call {k} and its cut answer");
+        assert_eq!(
+            round_trip(&mut send, k, &long),
+            0,
+            "call {k} and its cut answer"
+        );
+    }
+    // Nor with a task-augmented call in flight, for which every answer is
+    // read for its task id too (by a probe kept from line to line).
+    send(
+        r#"{"jsonrpc":"2.0","id":9000,"method":"tools/call","params":{"name":"u","arguments":{},"task":{"ttl":5},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+    );
+    for k in 8000..8003 {
+        round_trip(&mut send, k, "hi");
+    }
+    for k in 8003..8103 {
+        assert_eq!(round_trip(&mut send, k, "hi"), 0, "call {k} beside a task");
     }
 }
 
