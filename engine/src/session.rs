@@ -229,10 +229,7 @@ impl PendingSet {
     /// `id` as a new request's key ([`PendingSet::insert`]), in a spare
     /// buffer where the set has one.
     pub(crate) fn key_for(&mut self, id: &[u8]) -> Vec<u8> {
-        let mut k = self.spare_keys.pop().unwrap_or_default();
-        k.clear();
-        k.extend_from_slice(id);
-        k
+        refill(self.spare_keys.pop().unwrap_or_default(), id)
     }
 
     /// A call's tool name, shared with the last calls that named it.
@@ -619,6 +616,15 @@ impl Shared {
     }
 }
 
+/// `bytes` in `buf`, a buffer kept from an earlier use (its old contents
+/// dropped, its room kept): what the session's spare buffers are refilled
+/// by.
+fn refill(mut buf: Vec<u8>, bytes: &[u8]) -> Vec<u8> {
+    buf.clear();
+    buf.extend_from_slice(bytes);
+    buf
+}
+
 /// The buffers of a spent treatment (its tool's name and request id),
 /// which [`Shared::treat_for`] fills for the next one: the server's side of
 /// a session then builds each answer's treatment in memory it already
@@ -640,10 +646,7 @@ impl Spare {
 
     /// `id`, in the spare id buffer.
     fn id(&mut self, id: &[u8]) -> Vec<u8> {
-        let mut v = std::mem::take(&mut self.id);
-        v.clear();
-        v.extend_from_slice(id);
-        v
+        refill(std::mem::take(&mut self.id), id)
     }
 
     /// Take back the buffers of a treatment that is done with.
@@ -776,7 +779,7 @@ pub(crate) fn register(shared: &Shared, f: &RequestFacts, tool: &str) {
         }
         return;
     }
-    if shared.cfg.log_level >= LogLevel::Debug {
+    if shared.logs(LogLevel::Debug) {
         shared.log(
             LogLevel::Debug,
             &format!(
@@ -877,10 +880,7 @@ impl ScalarProbe {
         let mut on = |ev: Event<'_>| {
             if let Event::Scalar(path, raw) = ev {
                 if path.len() == target.len() && on_path(path) {
-                    let mut v = std::mem::take(spare);
-                    v.clear();
-                    v.extend_from_slice(raw);
-                    *value = Some(v);
+                    *value = Some(refill(std::mem::take(spare), raw));
                 }
             }
         };
