@@ -52,23 +52,28 @@ impl Capture {
 /// SDKs' readers take it. `None` when `raw` is not a JSON string.
 pub(crate) fn json_str(raw: &[u8]) -> Option<String> {
     if !raw.contains(&b'\\') {
-        let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-        return std::str::from_utf8(inner).ok().map(str::to_owned);
+        return plain_str(raw).map(str::to_owned);
     }
     serde_json::from_slice(&crate::audit::lone_surrogates_as_replacement(raw)).ok()
 }
 
+/// The value of a JSON string without escapes, read in place: `raw`
+/// without its quotes, if it has them, holds no backslash and is UTF-8.
+fn plain_str(raw: &[u8]) -> Option<&str> {
+    let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    if inner.contains(&b'\\') {
+        return None;
+    }
+    std::str::from_utf8(inner).ok()
+}
+
 /// [`unquote`] into `out` (cleared first). A string without escapes (any
 /// tool's usual name) is copied into memory `out` already holds, as
-/// [`json_str`] reads it; anything else is read by [`unquote`].
+/// [`json_str`] reads it ([`plain_str`]); anything else is read by
+/// [`unquote`].
 pub(crate) fn unquote_into(raw: &[u8], out: &mut String) {
     out.clear();
-    let plain = raw
-        .strip_prefix(b"\"")
-        .and_then(|r| r.strip_suffix(b"\""))
-        .filter(|_| !raw.contains(&b'\\'))
-        .and_then(|inner| std::str::from_utf8(inner).ok());
-    match plain {
+    match plain_str(raw) {
         Some(s) => out.push_str(s),
         None => out.push_str(&unquote(raw)),
     }
