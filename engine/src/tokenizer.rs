@@ -454,6 +454,13 @@ fn fast_string(chunk: &[u8], start: usize, chars: bool, passes: &mut Passes) -> 
             chars: if chars { run } else { 0 },
         };
     }
+    string_walk(chunk, start, chars, passes)
+}
+
+/// [`fast_string`] without its first try as a medium string: the block walk
+/// at the CPU's level, for a caller that has made that try itself.
+#[inline(never)]
+fn string_walk(chunk: &[u8], start: usize, chars: bool, passes: &mut Passes) -> FastStr {
     fast_string_at(scan::level(), chunk, start, chars, passes)
 }
 
@@ -944,14 +951,25 @@ fn string_units<B: scan::Blocks, const CHARS: bool>(
 /// the byte-wise machine must see) comes first.
 #[inline]
 fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
-    if let Some(q) = scan::short_string(chunk, start) {
+    if let Some(q) = scan::medium_string(chunk, start) {
         return Ok(q + 1);
     }
-    let f = fast_string(chunk, start, false, &mut Passes::default());
+    skip_string_walk(chunk, start, start)
+}
+
+/// [`skip_string`]'s block walk from `from`, for a caller that has read
+/// `start..from` already: plain printable ASCII, each byte a unit of one
+/// decoded byte.
+#[inline]
+fn skip_string_walk(chunk: &[u8], start: usize, from: usize) -> Result<usize, FastStr> {
+    let f = string_walk(chunk, from, false, &mut Passes::default());
     if f.quote {
         Ok(f.end + 1)
     } else {
-        Err(f)
+        Err(FastStr {
+            dec: f.dec + (from - start) as u64,
+            ..f
+        })
     }
 }
 
@@ -960,10 +978,15 @@ fn skip_string(chunk: &[u8], start: usize) -> Result<usize, FastStr> {
 /// and short values repeat (each item of a list has the same keys, and
 /// values of like lengths), so the branch predictor learns where each ends
 /// and the next token's load starts at once; the end [`skip_string`] finds
-/// from a mask is data that load must wait for. Anything else (a longer
-/// string, an escape, a control or non-ASCII byte, the chunk's end) goes to
-/// [`skip_string`] from the start, so nothing is accepted here that it would
-/// not accept.
+/// from a mask is data that load must wait for. A string whose first 16
+/// bytes are all plain goes on from its 17th: the rest of a medium string
+/// (up to 64 bytes in all) by masks, else the block walk (twitter.json's
+/// long keys and its URLs, dates and ids: reading those 16 bytes again, and
+/// the call of [`fast_string`], cost its budgeted skip 5%). Anything else (an
+/// escape, a control or non-ASCII byte, the chunk's end within 16 bytes)
+/// goes to [`skip_string`] from the start. Each way reads the units as
+/// [`skip_string`] does (`fast_string_matches_the_unit_walk` holds them to
+/// the unit walk).
 ///
 /// Where 16 bytes are left in the chunk (nearly always), the 16 tests are
 /// written out, one branch each, with no loop: a loop this small ran 10–15%
@@ -998,7 +1021,13 @@ fn skip_string_short_first(chunk: &[u8], start: usize) -> Result<usize, FastStr>
         byte!(13);
         byte!(14);
         byte!(15);
-        return skip_string(chunk, start);
+        // Sixteen plain bytes: the rest of a medium string from there, and
+        // else the block walk, neither reading those sixteen again.
+        let from = start + 16;
+        if let Some(q) = scan::plain_string::<3>(chunk, from) {
+            return Ok(q + 1);
+        }
+        return skip_string_walk(chunk, start, from);
     }
     let mut j = start;
     while j < start + 16 {
@@ -1017,7 +1046,7 @@ fn skip_string_short_first(chunk: &[u8], start: usize) -> Result<usize, FastStr>
 /// it is longer, goes on past the chunk, or needs the byte-wise machine.
 #[inline]
 fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
-    if let Some(q) = scan::short_string(chunk, start) {
+    if let Some(q) = scan::medium_string(chunk, start) {
         return ((q - start) as u64 <= max).then_some((q, (q - start) as u64));
     }
     // Scan no further than the quote may be: a longer string is refused anyway.
@@ -1025,7 +1054,7 @@ fn whole_string(chunk: &[u8], start: usize, max: u64) -> Option<(usize, u64)> {
         .ok()
         .and_then(|m| start.checked_add(m)?.checked_add(1))
         .map_or(chunk.len(), |l| l.min(chunk.len()));
-    let f = fast_string(chunk.get(..lim)?, start, false, &mut Passes::default());
+    let f = string_walk(chunk.get(..lim)?, start, false, &mut Passes::default());
     f.quote.then_some((f.end, f.dec))
 }
 
@@ -2978,7 +3007,7 @@ mod tests {
     use super::{
         digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
         number_end_bytes, short_number_end, skip_string, skip_string_short_first, u_escapes,
-        Passes,
+        whole_string, FastStr, Passes,
     };
     use crate::scan::{self, Level};
 
@@ -3102,6 +3131,13 @@ mod tests {
             while body.len() < plain {
                 body.extend_from_slice(no_u[rnd(no_u.len())]);
             }
+            // Every fourth other starts with 16 to 100 plain ASCII bytes:
+            // the skip loop's first sixteen, then the rest of a medium
+            // string or the block walk from there.
+            if round % 4 == 1 {
+                let n = 16 + rnd(85);
+                body.extend((0..n).map(|k| b"plain text, "[k % 12]));
+            }
             while body.len() < target {
                 body.extend_from_slice(units[rnd(units.len())]);
             }
@@ -3144,6 +3180,22 @@ mod tests {
                 }
                 let f = fast_string(c, start, true, &mut Passes::default());
                 assert_eq!((f.end, f.quote, f.dec, f.chars), want);
+                // The skip loop's readings and the keeping loop's: the same
+                // end, and what was validated when there is none.
+                let skip = |r: Result<usize, FastStr>| r.map_err(|f| (f.end, f.quote, f.dec));
+                let skipped = if want.1 {
+                    Ok(want.0 + 1)
+                } else {
+                    Err((want.0, false, want.2))
+                };
+                assert_eq!(skip(skip_string(c, start)), skipped, "{c:02X?}");
+                assert_eq!(skip(skip_string_short_first(c, start)), skipped, "{c:02X?}");
+                // Each side of the string's own length, and no bound.
+                let len = (want.0 - start) as u64;
+                for max in [len.saturating_sub(1), len, u64::MAX] {
+                    let whole = (want.1 && len <= max).then_some((want.0, want.2));
+                    assert_eq!(whole_string(c, start, max), whole, "{max} {c:02X?}");
+                }
                 let f = fast_string(c, start, false, &mut Passes::default());
                 assert_eq!(
                     (f.end, f.quote, f.dec, f.chars),
