@@ -716,7 +716,8 @@ impl Taken {
 /// (`bad`, 64 if none) that does not begin a whole, valid escape or pair in
 /// the block, and the leads of the good ones by kind, before and after
 /// `bad`. The string walk counts those before where the block stops
-/// ([`UEscapes::less`], [`UEscapes::not_chars`]), which is never past `bad`.
+/// ([`UEscapes::less_bits`], [`UEscapes::not_chars`]), which is never past
+/// `bad`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct UEscapes {
     bad: u32,
@@ -3218,7 +3219,8 @@ mod tests {
 
     /// [`u_escapes`]' obvious twin: each escape read in turn, in place.
     /// The first bad lead, and over the escapes before it and before
-    /// `limit`, what [`UEscapes::less`] and [`UEscapes::not_chars`] count.
+    /// `limit`, what the bits of [`UEscapes::less_bits`] and
+    /// [`UEscapes::not_chars`] count.
     fn u_walk(w: &[u8; 64], mut ul: u64, limit: u32) -> (u32, u64, u64) {
         let (mut less, mut not_chars) = (0, 0);
         while ul != 0 {
