@@ -754,7 +754,7 @@ impl UEscapes {
     /// bits are apart from each other and from every lead, below 64, and
     /// before a stop wherever their lead is: a block's sum is one count of
     /// them and its leads together. Five counts, one per mask, cost the
-    /// walk of escape-rich text 3%.
+    /// walk of escape-rich text about 6% (thirty-ninth round).
     #[inline(always)]
     fn less_bits(&self) -> u64 {
         (self.single << 1)
