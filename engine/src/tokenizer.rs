@@ -3513,20 +3513,33 @@ mod tests {
         let mut x = 0x1234_5678_9ABC_DEF1u64;
         for _ in 0..20_000 {
             let len = 1 + (crate::scan::xorshift(&mut x) % 48) as usize;
-            let s: Vec<u8> = (0..len)
-                .map(|_| {
-                    let r = crate::scan::xorshift(&mut x);
-                    if r.is_multiple_of(4) {
-                        AB[(r >> 8) as usize % AB.len()]
-                    } else {
-                        b'0' + (r >> 16) as u8 % 10
-                    }
-                })
-                .collect();
+            let s = mixed_bytes(&mut x, len, 4, AB, b'0'..=b'9');
             check(&s);
         }
         // The short path took a share of them (not only `None`).
         assert!(short_taken.get() > 100_000, "{}", short_taken.get());
+    }
+
+    /// `len` random bytes: one in `every` (on average) from `ab`, the others
+    /// from `rest`.
+    fn mixed_bytes(
+        x: &mut u64,
+        len: usize,
+        every: u64,
+        ab: &[u8],
+        rest: std::ops::RangeInclusive<u8>,
+    ) -> Vec<u8> {
+        let span = rest.end() - rest.start() + 1;
+        (0..len)
+            .map(|_| {
+                let r = crate::scan::xorshift(x);
+                if r.is_multiple_of(every) {
+                    ab[(r >> 8) as usize % ab.len()]
+                } else {
+                    rest.start() + (r >> 16) as u8 % span
+                }
+            })
+            .collect()
     }
 
     /// The token path's read of a string's last few bytes (`tail_string`)
@@ -3540,16 +3553,7 @@ mod tests {
         let mut found = 0;
         for _ in 0..100_000 {
             let len = (crate::scan::xorshift(&mut x) % 20) as usize;
-            let s: Vec<u8> = (0..len)
-                .map(|_| {
-                    let r = crate::scan::xorshift(&mut x);
-                    if r.is_multiple_of(6) {
-                        AB[(r >> 8) as usize % AB.len()]
-                    } else {
-                        b'a' + (r >> 16) as u8 % 26
-                    }
-                })
-                .collect();
+            let s = mixed_bytes(&mut x, len, 6, AB, b'a'..=b'z');
             for start in 0..=s.len() {
                 let (end, quote, _, _) = naive_string(&s, start);
                 let plain = s[start..end]
@@ -3577,16 +3581,7 @@ mod tests {
         let (mut window, mut tail) = (0, 0);
         for _ in 0..200_000 {
             let len = 1 + (crate::scan::xorshift(&mut x) % 40) as usize;
-            let s: Vec<u8> = (0..len)
-                .map(|_| {
-                    let r = crate::scan::xorshift(&mut x);
-                    if r.is_multiple_of(8) {
-                        AB[(r >> 8) as usize % AB.len()]
-                    } else {
-                        b'a' + (r >> 16) as u8 % 26
-                    }
-                })
-                .collect();
+            let s = mixed_bytes(&mut x, len, 8, AB, b'a'..=b'z');
             for start in 0..s.len() {
                 let answer = |r: Result<usize, super::FastStr>| {
                     r.map_err(|f| (f.end, f.quote, f.dec, f.chars))
