@@ -1041,23 +1041,19 @@ fn skip_string_short_first(chunk: &[u8], start: usize) -> Result<usize, FastStr>
         }
         return skip_string_walk(chunk, start, from);
     }
-    let mut j = start;
-    while j < start + 16 {
-        let Some(&b) = chunk.get(j) else { break };
-        match STR_CLASS[b as usize] {
-            0 => j += 1,
-            1 => return Ok(j + 1),
-            _ => break,
-        }
+    // Fewer than 16 bytes left: the token path's read of a chunk's tail.
+    match tail_string(chunk, start) {
+        Some(q) => Ok(q + 1),
+        None => skip_string(chunk, start),
     }
-    skip_string(chunk, start)
 }
 
 /// [`scan::short_string`] where fewer than its 16 bytes are left in the
 /// chunk (a message's last string, as `"hi"}}}` ends a call): the closing
 /// quote of a rest that is plain ASCII up to it, read a byte at a time, or
 /// `None`. The block walk it saves costs some 350 instructions for these
-/// few bytes.
+/// few bytes. The skip loop's byte-wise try reads a chunk's last 15 bytes
+/// with it too ([`skip_string_short_first`]).
 #[inline(never)]
 fn tail_string(chunk: &[u8], i: usize) -> Option<usize> {
     let rest = chunk.get(i..).filter(|r| r.len() < 16)?;
