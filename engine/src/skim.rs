@@ -1414,6 +1414,109 @@ mod tests {
         }
     }
 
+    /// An indented list is taken by dense windows to its end, each window
+    /// gathered from right after the last one's cut: a byte lost or added
+    /// at that seam splits or joins the numbers, and the skim stops.
+    #[test]
+    fn dense_windows_take_an_indented_list_to_its_end() {
+        for (indent, item) in [(24, "12345,"), (31, "\"abc\","), (50, "-7.25,")] {
+            let line = format!("\n{}{item}", " ".repeat(indent));
+            let mut d = b"[".to_vec();
+            for _ in 0..400 {
+                d.extend_from_slice(line.as_bytes());
+            }
+            d.extend_from_slice(format!("\n{}0\n]", " ".repeat(indent)).as_bytes());
+            for level in LEVELS {
+                let dense_before = DENSE.load(std::sync::atomic::Ordering::Relaxed);
+                let mut stack = vec![false];
+                let t = skim_at(level, &d, 1, Prev::ArrOpen, 1, &mut stack, BOUNDS)
+                    .expect("the list is taken");
+                let want = reference(&d, 1, t.end, Prev::ArrOpen, &[false], BOUNDS);
+                assert_eq!(want, Some((t.prev, stack, t.count)), "{item} at {level:?}");
+                // The last window is short of tokens where the chunk ends.
+                let rest = d.len() - t.end;
+                assert!(
+                    rest < 2 * line.len() * 8,
+                    "{item} at {level:?}: {rest} left"
+                );
+                assert!(t.count >= 390, "{item} at {level:?}: {}", t.count);
+                let dense = DENSE.load(std::sync::atomic::Ordering::Relaxed) - dense_before;
+                assert!(dense >= 400 * item.len() / 64, "{item}: {dense} windows");
+            }
+        }
+    }
+
+    /// Whitespace runs of any length between tokens, many blocks long too:
+    /// a window's bytes then come from blocks far apart (past
+    /// [`DENSE_FROM`] of them the window is taken short), and scalars that
+    /// only whitespace keeps apart may stand anywhere in a later window.
+    /// The skim takes only what its twin takes.
+    #[test]
+    fn dense_windows_hold_across_long_whitespace() {
+        let mut seed = 0x10A6_5BAC_E5EE_D001_u64;
+        let runs = [0usize, 1, 2, 5, 24, 40, 63, 64, 65, 130, 300, 520, 700];
+        let values: [&str; 10] = [
+            "1",
+            "23",
+            "-4.5",
+            "true",
+            "null",
+            "\"ab\"",
+            "\"k\\\"\"",
+            "[]",
+            "{}",
+            "6e2",
+        ];
+        let dense_before = DENSE.load(std::sync::atomic::Ordering::Relaxed);
+        let (mut taken, mut far) = (0, 0);
+        for round in 0..4_000u64 {
+            let mut pick = |n: usize| (xorshift(&mut seed) % n as u64) as usize;
+            // Runs short or long for a whole document, so that some windows
+            // hold many tokens and some draw from many blocks.
+            let long = round % 3 == 0;
+            let ws = |pick: &mut dyn FnMut(usize) -> usize| {
+                let r = runs[if long { pick(runs.len()) } else { pick(6) }];
+                " ".repeat(r)
+            };
+            let mut d = String::from("[");
+            let items = 20 + pick(60);
+            let joined = (round % 4 == 1).then(|| pick(items));
+            for i in 0..items {
+                if i > 0 {
+                    d.push_str(&ws(&mut pick));
+                    d.push(',');
+                }
+                d.push_str(&ws(&mut pick));
+                if joined == Some(i) {
+                    d.push_str(&format!("1{}2", " ".repeat(1 + pick(3))));
+                } else if pick(6) == 0 {
+                    d.push_str(&format!("{{\"k\":{}{}}}", ws(&mut pick), values[pick(10)]));
+                } else {
+                    d.push_str(values[pick(10)]);
+                }
+            }
+            d.push_str(&ws(&mut pick));
+            d.push(']');
+            if d.len() > 4_000 {
+                far += 1;
+            }
+            let bounds = Bounds {
+                level: 1,
+                floor: 0,
+                max_depth: 8,
+                one: false,
+            };
+            if skims_as_its_twin(d.as_bytes(), 1, Prev::ArrOpen, &[false], bounds) {
+                taken += 1;
+            }
+        }
+        let dense = DENSE.load(std::sync::atomic::Ordering::Relaxed) - dense_before;
+        assert!(
+            taken > 2_000 && far > 500 && dense > 20_000,
+            "taken {taken}, far {far}, dense windows {dense}"
+        );
+    }
+
     /// What the skim must leave to the byte-wise loop: the closer that ends
     /// the skip, the depth limit, a value `skip_one` opens itself, a `\u`
     /// escape, a string longer than a block, invalid bytes.
