@@ -1732,6 +1732,17 @@ mod tests {
                 .all(|k| (1..=SPARE_KEY_BYTES).contains(&k.capacity())));
         }
         assert!(set.remove_into(b"1", &mut into).is_none());
+        // An answer's id in the other type finds its call, as both SDK
+        // clients match it; the id comes back as the client wrote it.
+        for (sent, answered) in [("\"7\"", "7"), ("8", "\"8\""), ("-9", "\"-9\"")] {
+            let k = set.key_for(sent.as_bytes());
+            set.insert(k, p.clone());
+            let got = set.remove_into(answered.as_bytes(), &mut into);
+            assert!(got.is_some(), "{sent} answered as {answered}");
+            assert_eq!(into, sent.as_bytes());
+        }
+        assert!(set.by_id.is_empty() && set.calls.is_empty());
+        assert!(set.remove_into(b"\"1\"", &mut into).is_none());
     }
 
     #[test]

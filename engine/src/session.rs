@@ -15,6 +15,7 @@ use crate::proxy::{run, Session};
 use crate::proxy::{LogLevel, ProxyConfig};
 use crate::sniff::{self, unquote, Event, Seg, Walker, Want};
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
@@ -191,10 +192,12 @@ impl PendingSet {
             Some(_) if p.cancelled => step(&mut self.cancelled_calls),
             Some(k) if add => *self.calls.entry(k).or_insert(0) += 1,
             Some(k) => {
-                if let Some(n) = self.calls.get_mut(&k) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.calls.remove(&k);
+                // One lookup, where finding the count and then removing it
+                // at zero took two (a keyed hash of the tool's name each).
+                if let Entry::Occupied(mut n) = self.calls.entry(k) {
+                    *n.get_mut() -= 1;
+                    if *n.get() == 0 {
+                        n.remove();
                     }
                 }
             }
@@ -265,9 +268,13 @@ impl PendingSet {
 
     /// The request `id` answers, with the id as the client wrote it.
     pub(crate) fn remove(&mut self, id: &[u8]) -> Option<(Vec<u8>, Pending)> {
-        // The map's own key is handed back: nothing is copied.
-        let found = self.find(id)?;
-        let (key, e) = self.by_id.remove_entry(&*found)?;
+        // The map's own key is handed back: nothing is copied. The id's own
+        // key is tried first, by one lookup, as [`PendingSet::find`] would.
+        let key = sniff::id_key(id);
+        let (key, e) = match self.by_id.remove_entry(&*key) {
+            Some(found) => found,
+            None => self.by_id.remove_entry(&sniff::id_alt(&key)?)?,
+        };
         self.count(&e.p, false);
         Some((e.raw.unwrap_or(key), e.p))
     }
