@@ -1420,12 +1420,13 @@ mod tests {
     #[test]
     fn dense_windows_take_an_indented_list_to_its_end() {
         for (indent, item) in [(24, "12345,"), (31, "\"abc\","), (50, "-7.25,")] {
-            let line = format!("\n{}{item}", " ".repeat(indent));
-            let mut d = b"[".to_vec();
-            for _ in 0..400 {
-                d.extend_from_slice(line.as_bytes());
-            }
-            d.extend_from_slice(format!("\n{}0\n]", " ".repeat(indent)).as_bytes());
+            let d = indented(
+                format!("[{}0]", item.repeat(400)).as_bytes(),
+                &" ".repeat(indent),
+                "\n",
+            );
+            // Each item's line: a newline, the indent, the item.
+            let line_len = 1 + indent + item.len();
             for level in LEVELS {
                 let dense_before = DENSE.load(std::sync::atomic::Ordering::Relaxed);
                 let mut stack = vec![false];
@@ -1435,10 +1436,7 @@ mod tests {
                 assert_eq!(want, Some((t.prev, stack, t.count)), "{item} at {level:?}");
                 // The last window is short of tokens where the chunk ends.
                 let rest = d.len() - t.end;
-                assert!(
-                    rest < 2 * line.len() * 8,
-                    "{item} at {level:?}: {rest} left"
-                );
+                assert!(rest < 2 * line_len * 8, "{item} at {level:?}: {rest} left");
                 assert!(t.count >= 390, "{item} at {level:?}: {}", t.count);
                 let dense = DENSE.load(std::sync::atomic::Ordering::Relaxed) - dense_before;
                 assert!(dense >= 400 * item.len() / 64, "{item}: {dense} windows");
