@@ -865,13 +865,16 @@ pub enum Status {
 ///
 /// ```
 /// use resultbudget::{Budget, Limits};
-/// let mut b = Budget::new(Limits { max_list_items: 2, ..Limits::UNLIMITED }).unwrap();
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut b = Budget::new(Limits { max_list_items: 2, ..Limits::UNLIMITED })?;
 /// let mut out = Vec::new();
-/// b.feed(b"[1,2,", &mut out).unwrap();
-/// b.feed(b"3,4]", &mut out).unwrap();
-/// let rec = b.finish(&mut out).unwrap();
+/// b.feed(b"[1,2,", &mut out)?;
+/// b.feed(b"3,4]", &mut out)?;
+/// let rec = b.finish(&mut out)?;
 /// assert_eq!(out, b"[1,2]");
 /// assert_eq!(rec.omitted_count(), 2);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug)]
 pub struct Budget {
