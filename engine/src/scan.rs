@@ -1049,8 +1049,8 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 mod x86_512 {
     use super::{
-        BlockJob, Blocks, Classes, Escapes, HexMasks, Masks, Spacing, CUR_HIGH, ESC_HIGH, ESC_LOW,
-        HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW,
+        BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Masks, Spacing, CUR_HIGH, ESC_HIGH,
+        ESC_LOW, HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -1143,6 +1143,16 @@ mod x86_512 {
             dot: eq(b'.'),
             e: eq(b'e'),
             big_e: eq(b'E'),
+        }
+    }
+
+    /// [`Blocks::letters`]: one compare into a mask register a letter.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn letters_512(b: &[u8; 64]) -> Letters {
+        let v = load(b);
+        let eq = |c: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(c as i8));
+        Letters {
             t: eq(b't'),
             r: eq(b'r'),
             u: eq(b'u'),
@@ -1301,6 +1311,12 @@ mod x86_512 {
             // SAFETY: an `Avx512Blocks` exists only inside `run_avx512`, which
             // the dispatcher calls after detecting AVX-512 F and BW.
             unsafe { classes_512(b) }
+        }
+
+        #[inline(always)]
+        fn letters(self, b: &[u8; 64]) -> Letters {
+            // SAFETY: as for `classes`.
+            unsafe { letters_512(b) }
         }
 
         #[inline(always)]
@@ -1781,8 +1797,16 @@ pub struct Classes {
     pub e: u64,
     /// `E` (an exponent).
     pub big_e: u64,
-    /// The other letters of `true`, `false` and `null`, and of the
-    /// one-character escapes (`b`, `/` with `f`, `n`, `r`, `t`).
+}
+
+/// The other letters of `true`, `false` and `null`, and of the
+/// one-character escapes (`b`, `/` with `f`, `n`, `r`, `t`), apart from
+/// [`Classes`]: the skim asks for them only for a block that has a literal
+/// or an escape, so that a block of numbers (`canada.json`) does not pay
+/// for them. LLVM moved some of them into those branches by itself, not
+/// all (docs/performance.md, the forty-first round).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Letters {
     pub t: u64,
     pub r: u64,
     pub u: u64,
@@ -1845,6 +1869,20 @@ pub fn classes_naive(blk: &[u8; 64]) -> Classes {
         set(&mut c.dot, x == b'.');
         set(&mut c.e, x == b'e');
         set(&mut c.big_e, x == b'E');
+    }
+    c
+}
+
+/// The naive oracle of [`Letters`], like [`classes_naive`].
+pub fn letters_naive(blk: &[u8; 64]) -> Letters {
+    let mut c = Letters::default();
+    for (k, &x) in blk.iter().enumerate() {
+        let bit = 1u64 << k;
+        let set = |m: &mut u64, on: bool| {
+            if on {
+                *m |= bit;
+            }
+        };
         set(&mut c.t, x == b't');
         set(&mut c.r, x == b'r');
         set(&mut c.u, x == b'u');
@@ -2104,6 +2142,11 @@ pub trait Blocks: Copy {
     #[inline(always)]
     fn classes(self, b: &[u8; 64]) -> Classes {
         classes_naive(b)
+    }
+    /// The letters of `b`; the same bits as [`letters_naive`].
+    #[inline(always)]
+    fn letters(self, b: &[u8; 64]) -> Letters {
+        letters_naive(b)
     }
     /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
     /// the three bytes before the block; the same bits as [`utf8_flags_naive`].

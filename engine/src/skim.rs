@@ -565,11 +565,14 @@ fn block<B: Blocks>(
     if body & c.ctrl != 0 {
         return None;
     }
-    // On a branch: structure often has no escape at all, and the masks of
-    // `b` and `/` serve only here.
+    // On a branch: structure often has no escape at all, and the letters
+    // are asked for only where it has one (or a literal, below).
     let esc = escaped & instr & v;
-    if esc != 0 && esc & !(c.quote | c.bslash | c.slash | c.b | c.f | c.n | c.r | c.t) != 0 {
-        return None;
+    if esc != 0 {
+        let l = blocks.letters(b);
+        if esc & !(c.quote | c.bslash | l.slash | l.b | l.f | l.n | l.r | l.t) != 0 {
+            return None;
+        }
     }
     if c.high & v != 0 && blocks.utf8_flags([0; 3], b) & v != 0 {
         return None;
@@ -627,9 +630,10 @@ fn block<B: Blocks>(
     }
     // Literals: each run spelled out whole.
     if lit != 0 {
-        let is_true = c.t & (c.r >> 1) & (c.u >> 2) & (c.e >> 3);
-        let is_null = c.n & (c.u >> 1) & (c.l >> 2) & (c.l >> 3);
-        let is_false = c.f & (c.a >> 1) & (c.l >> 2) & (c.s >> 3) & (c.e >> 4);
+        let l = blocks.letters(b);
+        let is_true = l.t & (l.r >> 1) & (l.u >> 2) & (c.e >> 3);
+        let is_null = l.n & (l.u >> 1) & (l.l >> 2) & (l.l >> 3);
+        let is_false = l.f & (l.a >> 1) & (l.l >> 2) & (l.s >> 3) & (c.e >> 4);
         let ls = s0 & lit;
         let ends = ((ls & (is_true | is_null)) << 3) | ((ls & is_false) << 4);
         bad |= (ls & !(is_true | is_null | is_false)) | (ends ^ (s1 & lit));
@@ -764,9 +768,9 @@ mod tests {
     struct ClassesJob<'a>(&'a [u8; 64]);
 
     impl BlockJob for ClassesJob<'_> {
-        type Out = Classes;
-        fn run<B: Blocks>(self, blocks: B) -> Classes {
-            blocks.classes(self.0)
+        type Out = (Classes, scan::Letters);
+        fn run<B: Blocks>(self, blocks: B) -> Self::Out {
+            (blocks.classes(self.0), blocks.letters(self.0))
         }
     }
 
@@ -792,7 +796,7 @@ mod tests {
                         [(r % 38) as usize]
                 };
             }
-            let want = scan::classes_naive(&b);
+            let want = (scan::classes_naive(&b), scan::letters_naive(&b));
             for level in [Level::Avx2, Level::Avx512] {
                 assert_eq!(scan::with_blocks_at(level, ClassesJob(&b)), want, "{b:?}");
             }
