@@ -1840,61 +1840,55 @@ pub fn compress_naive(win: &mut [u8; 64], at: usize, b: &[u8; 64], keep: u64) {
     }
 }
 
+/// Bit `k` set when `f(blk[k])`: one class of a block, a byte at a time.
+fn bits_where(blk: &[u8; 64], f: impl Fn(u8) -> bool) -> u64 {
+    blk.iter()
+        .enumerate()
+        .filter(|&(_, &x)| f(x))
+        .fold(0, |m, (k, _)| m | 1u64 << k)
+}
+
 /// The naive oracle of [`Classes`] (and the portable implementation, which
 /// only tests use: the skim is off below [`Level::Avx512`]).
 pub fn classes_naive(blk: &[u8; 64]) -> Classes {
-    let mut c = Classes::default();
-    for (k, &x) in blk.iter().enumerate() {
-        let bit = 1u64 << k;
-        let set = |m: &mut u64, on: bool| {
-            if on {
-                *m |= bit;
-            }
-        };
-        set(&mut c.quote, x == b'"');
-        set(&mut c.bslash, x == b'\\');
-        set(&mut c.ws, is_ws(x));
-        set(&mut c.lbrace, x == b'{');
-        set(&mut c.rbrace, x == b'}');
-        set(&mut c.lbrack, x == b'[');
-        set(&mut c.rbrack, x == b']');
-        set(&mut c.colon, x == b':');
-        set(&mut c.comma, x == b',');
-        set(&mut c.ctrl, x < 0x20);
-        set(&mut c.high, x >= 0x80);
-        set(&mut c.digit, x.is_ascii_digit());
-        set(&mut c.zero, x == b'0');
-        set(&mut c.minus, x == b'-');
-        set(&mut c.plus, x == b'+');
-        set(&mut c.dot, x == b'.');
-        set(&mut c.e, x == b'e');
-        set(&mut c.big_e, x == b'E');
+    let eq = |c: u8| bits_where(blk, move |x| x == c);
+    Classes {
+        quote: eq(b'"'),
+        bslash: eq(b'\\'),
+        ws: bits_where(blk, is_ws),
+        lbrace: eq(b'{'),
+        rbrace: eq(b'}'),
+        lbrack: eq(b'['),
+        rbrack: eq(b']'),
+        colon: eq(b':'),
+        comma: eq(b','),
+        ctrl: bits_where(blk, |x| x < 0x20),
+        high: bits_where(blk, |x| x >= 0x80),
+        digit: bits_where(blk, |x| x.is_ascii_digit()),
+        zero: eq(b'0'),
+        minus: eq(b'-'),
+        plus: eq(b'+'),
+        dot: eq(b'.'),
+        e: eq(b'e'),
+        big_e: eq(b'E'),
     }
-    c
 }
 
 /// The naive oracle of [`Letters`], like [`classes_naive`].
 pub fn letters_naive(blk: &[u8; 64]) -> Letters {
-    let mut c = Letters::default();
-    for (k, &x) in blk.iter().enumerate() {
-        let bit = 1u64 << k;
-        let set = |m: &mut u64, on: bool| {
-            if on {
-                *m |= bit;
-            }
-        };
-        set(&mut c.t, x == b't');
-        set(&mut c.r, x == b'r');
-        set(&mut c.u, x == b'u');
-        set(&mut c.f, x == b'f');
-        set(&mut c.a, x == b'a');
-        set(&mut c.l, x == b'l');
-        set(&mut c.s, x == b's');
-        set(&mut c.n, x == b'n');
-        set(&mut c.b, x == b'b');
-        set(&mut c.slash, x == b'/');
+    let eq = |c: u8| bits_where(blk, move |x| x == c);
+    Letters {
+        t: eq(b't'),
+        r: eq(b'r'),
+        u: eq(b'u'),
+        f: eq(b'f'),
+        a: eq(b'a'),
+        l: eq(b'l'),
+        s: eq(b's'),
+        n: eq(b'n'),
+        b: eq(b'b'),
+        slash: eq(b'/'),
     }
-    c
 }
 
 /// Where [`find_block`] stopped: the block at `at` (64 bytes, or the short tail
