@@ -602,14 +602,17 @@ pub struct ProxyCfg {
     pub inventory: bool,
 }
 
-/// The inventory a session may run with: `plain` a paged list whose search
-/// twin is `find`, `typed` typed, `mut` a mutation with a small argument cap;
-/// result budgets of 1,024 to 3,000 bytes.
+/// The inventory a session may run with: `plain` a paged directory browse
+/// and `list_docs` a paged list, each with `find` as its search twin,
+/// `typed` typed, `mut` a mutation with a small argument cap; result
+/// budgets of 1,024 to 3,000 bytes. (`search_docs`, which calls name too,
+/// has no row: its class comes from its name.)
 pub const PROXY_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
 {"tool":"plain","server":"fuzz","surface":"list","classification":"directory","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":1500},"backend_query_bound":"paged","structured_content_policy":"cut_generic","search_twin":"find"},
 {"tool":"find","server":"fuzz","surface":"search","classification":"search","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":3000},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic","query_params":["q"]},
 {"tool":"typed","server":"fuzz","surface":"read","classification":"single","read_only":true,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":2048},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error"},
-{"tool":"mut","server":"fuzz","surface":"write","classification":"mutation","read_only":false,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":1024},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error","argument_caps":{"max_arg_bytes":300}}
+{"tool":"mut","server":"fuzz","surface":"write","classification":"mutation","read_only":false,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":1024},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error","argument_caps":{"max_arg_bytes":300}},
+{"tool":"list_docs","server":"fuzz","surface":"list","classification":"list","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":1500},"backend_query_bound":"paged","structured_content_policy":"cut_generic","search_twin":"find"}
 ]}"#;
 
 /// The tools the session's proxy knows: (name, typed, read-only).
@@ -712,19 +715,41 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
     let rpc = member("jsonrpc", b"\"2.0\"");
     let line = match g.pick(9) {
         0..=3 => {
-            let name =
-                ["\"typed\"", "\"plain\"", "\"mut\"", "\"find\"", "\"other\""][g.pick(5) as usize];
+            // The list and search contract by row and by name (`list_`,
+            // `search_`), and a name escaped as the server decodes it.
+            let name = [
+                "\"typed\"",
+                "\"plain\"",
+                "\"mut\"",
+                "\"find\"",
+                "\"other\"",
+                "\"list_docs\"",
+                "\"search_docs\"",
+                "\"\\u006cist_docs\"",
+                "\"search\\u005fdocs\"",
+            ][g.pick(9) as usize];
             // Now and then what the inventory's contract looks at: a query
-            // given to a list, a limit over its maximum, a cursor.
-            let args = match g.pick(8) {
+            // given to a list (or an empty one to a search), a limit over
+            // its maximum, a cursor.
+            let args = match g.pick(11) {
                 0 => b"{\"q\":\"x\"}".to_vec(),
                 1 => b"{\"limit\":50}".to_vec(),
                 2 => b"{\"limit\":3,\"cursor\":\"c1\"}".to_vec(),
+                3 => b"{\"query\":\"\"}".to_vec(),
+                4 => b"{\"search\":\"x\",\"limit\":25}".to_vec(),
                 _ => gen_value(g),
             };
             let mut params = vec![member("name", name.as_bytes()), member("arguments", &args)];
-            if g.pick(4) == 0 {
-                params.push(member("_meta", b"{\"progressToken\":1}"));
+            // The request's `_meta` (the 2026-07-28 protocol names its
+            // version there) and a task-augmented call.
+            match g.pick(8) {
+                0 => params.push(member("_meta", b"{\"progressToken\":1}")),
+                1 => params.push(member(
+                    "_meta",
+                    b"{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}",
+                )),
+                2 => params.push(member("task", b"{\"ttl\":60000}")),
+                _ => {}
             }
             let params = object(g, params);
             object(
@@ -1211,16 +1236,37 @@ pub fn proxy_one(data: &[u8]) {
         g.feed(l);
         g.end_line();
         if g.facts().is_call() {
-            let name = g.facts().name.clone();
-            let name = name
-                .strip_prefix(b"\"")
-                .and_then(|n| n.strip_suffix(b"\""))
-                .unwrap_or(&name);
-            let tool = String::from_utf8_lossy(name).into_owned();
+            // The name as the server reads it (`"\u006cist_docs"` is
+            // `list_docs`), as the proxy looks it up.
+            let raw = g.facts().name.clone();
+            let tool = serde_json::from_slice::<String>(&raw).unwrap_or_else(|_| {
+                let inner = raw
+                    .strip_prefix(b"\"")
+                    .and_then(|n| n.strip_suffix(b"\""))
+                    .unwrap_or(&raw);
+                String::from_utf8_lossy(inner).into_owned()
+            });
             let verdict = g.finish(&tool);
             assert!(
                 verdict.is_none(),
                 "a refused call reached the server: {verdict:?} {}",
+                squash(l)
+            );
+        }
+        // And without the guard: a call to a list tool (`list_…`, by its
+        // name or by its inventory row) that gives a query argument (`q`,
+        // `query` or `search`, of any type) never reaches the server, the
+        // call read as the server reads it.
+        if let Some(v) = value_of(l) {
+            let tool = v["params"]["name"].as_str().unwrap_or("");
+            let query = v["params"]["arguments"].as_object().and_then(|a| {
+                ["q", "query", "search"]
+                    .into_iter()
+                    .find(|q| a.contains_key(*q))
+            });
+            assert!(
+                !(v["method"] == "tools/call" && tool.starts_with("list_") && query.is_some()),
+                "a list tool's call with a query ({query:?}) reached the server: {}",
                 squash(l)
             );
         }
