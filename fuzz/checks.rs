@@ -729,14 +729,15 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
                 "\"search\\u005fdocs\"",
             ][g.pick(9) as usize];
             // Now and then what the inventory's contract looks at: a query
-            // given to a list (or an empty one to a search), a limit over
-            // its maximum, a cursor.
-            let args = match g.pick(11) {
+            // given to a list (or an empty one to a search, or one given
+            // twice, the last empty), a limit over its maximum, a cursor.
+            let args = match g.pick(12) {
                 0 => b"{\"q\":\"x\"}".to_vec(),
                 1 => b"{\"limit\":50}".to_vec(),
                 2 => b"{\"limit\":3,\"cursor\":\"c1\"}".to_vec(),
                 3 => b"{\"query\":\"\"}".to_vec(),
                 4 => b"{\"search\":\"x\",\"limit\":25}".to_vec(),
+                5 => b"{\"q\":\"x\",\"q\":\"\"}".to_vec(),
                 _ => gen_value(g),
             };
             let mut params = vec![member("name", name.as_bytes()), member("arguments", &args)];
@@ -1269,6 +1270,31 @@ pub fn proxy_one(data: &[u8]) {
                 "a list tool's call with a query ({query:?}) reached the server: {}",
                 squash(l)
             );
+            // And a search tool's (`search_…` by its name, `find` by its row,
+            // whose query parameter is `q`) gives one of its query parameters
+            // as a non-empty string: the last of a repeated one, as read.
+            let params: &[&str] = if tool.starts_with("search_") {
+                &["q", "query", "search"]
+            } else if cfg.inventory && tool == "find" {
+                &["q"]
+            } else {
+                &[]
+            };
+            if v["method"] == "tools/call" && !params.is_empty() {
+                let args = v["params"]["arguments"].as_object();
+                let given = args.is_some_and(|a| {
+                    params.iter().any(|q| {
+                        a.get(*q)
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| !s.is_empty())
+                    })
+                });
+                assert!(
+                    given,
+                    "a search tool's call without a query reached the server: {}",
+                    squash(l)
+                );
+            }
         }
     }
     // The same session with a hold of 64 to 575 bytes, so that the server's

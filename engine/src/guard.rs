@@ -403,7 +403,8 @@ impl RequestFacts {
 /// A top-level argument the contract looks at.
 #[derive(Debug, Clone, Default)]
 struct TopArg {
-    /// Query-like argument names present, with whether they were non-empty strings.
+    /// Query-like argument names present, each once, with whether its last
+    /// value was a non-empty string.
     queries: Vec<(String, bool)>,
     /// The `limit` value, if an unsigned integer, and its byte span in the line.
     limit: Option<(u64, u64, u64)>,
@@ -1139,8 +1140,20 @@ impl Guard {
                 r.query_params.iter().any(|q| *q == k)
             });
         if is_query {
-            let k = String::from_utf8_lossy(&self.top_key).into_owned();
-            self.top.queries.push((k, len > 0));
+            self.note_query(len > 0);
+        }
+    }
+
+    /// The top-level argument being read is query-like; `nonempty`: its
+    /// value is a non-empty string. A server's JSON reader keeps the last of
+    /// a repeated member, so a name seen again takes its new value's flag:
+    /// `{"q":"x","q":""}` gives a search tool an empty query. One entry per
+    /// name, however often a line repeats it.
+    fn note_query(&mut self, nonempty: bool) {
+        let name = String::from_utf8_lossy(&self.top_key);
+        match self.top.queries.iter_mut().find(|(k, _)| *k == name) {
+            Some(q) => q.1 = nonempty,
+            None => self.top.queries.push((name.into_owned(), nonempty)),
         }
     }
 
@@ -1155,8 +1168,7 @@ impl Guard {
             } else if self.frames.len() == 1 && self.top_key != b"limit" {
                 // A non-string, non-number top-level value: a query-like name still counts as present.
                 if is_query_name(&self.top_key) {
-                    let k = String::from_utf8_lossy(&self.top_key).into_owned();
-                    self.top.queries.push((k, false));
+                    self.note_query(false);
                 }
             }
         }
@@ -1201,5 +1213,44 @@ mod tests {
                 assert_eq!(g.facts().name, "\"café\"".as_bytes(), "{line} in {piece}s");
             }
         }
+    }
+
+    /// A repeated query argument counts as the server reads it, by its last
+    /// value; and however often a line repeats it, the guard keeps it once.
+    #[test]
+    fn a_repeated_query_counts_by_its_last_value() {
+        use super::GuardVerdict;
+        let verdict = |tool: &str, args: &str| {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+            );
+            let mut out = Vec::new();
+            for piece in [line.len(), 1, 7] {
+                let mut g = Guard::default();
+                for c in line.as_bytes().chunks(piece) {
+                    g.feed(c);
+                }
+                let v = g.finish(tool);
+                assert!(g.top.queries.len() <= 3, "{line}: {:?}", g.top.queries);
+                out.push(v);
+            }
+            assert!(out.windows(2).all(|w| w[0] == w[1]), "{args}: {out:?}");
+            out.swap_remove(0)
+        };
+        let missing =
+            |v: &Option<GuardVerdict>| matches!(v, Some(GuardVerdict::MissingQuery { .. }));
+        assert!(missing(&verdict("search_docs", r#"{"q":"x","q":""}"#)));
+        assert!(missing(&verdict("search_docs", r#"{"q":"x","q":null}"#)));
+        assert!(missing(&verdict(
+            "search_docs",
+            r#"{"query":"x","q":"","query":7}"#
+        )));
+        assert_eq!(verdict("search_docs", r#"{"q":"","q":"x"}"#), None);
+        assert_eq!(verdict("search_docs", r#"{"q":"","query":"x"}"#), None);
+        let on_list =
+            |v: &Option<GuardVerdict>| matches!(v, Some(GuardVerdict::QueryOnList { .. }));
+        assert!(on_list(&verdict("list_docs", r#"{"q":"x","q":""}"#)));
+        let many = format!("{{{}\"q\":\"\"}}", r#""q":"x","query":1,"#.repeat(200));
+        assert!(missing(&verdict("search_docs", &many)));
     }
 }
