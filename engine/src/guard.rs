@@ -1132,16 +1132,20 @@ impl Guard {
     }
 
     fn top_string(&mut self, len: u64) {
-        // The usual names by their bytes (an argument name read as text
-        // only where an inventory row names query parameters of its own).
-        let is_query = is_query_name(&self.top_key)
+        if self.top_is_query() {
+            self.note_query(len > 0);
+        }
+    }
+
+    /// Whether the top-level argument being read is query-like: one of the
+    /// usual names, by its bytes, or (read as text, only where an inventory
+    /// row names query parameters of its own) one of its row's.
+    fn top_is_query(&self) -> bool {
+        is_query_name(&self.top_key)
             || self.row().is_some_and(|r| {
                 let k = String::from_utf8_lossy(&self.top_key);
                 r.query_params.iter().any(|q| *q == k)
-            });
-        if is_query {
-            self.note_query(len > 0);
-        }
+            })
     }
 
     /// The top-level argument being read is query-like; `nonempty`: its
@@ -1166,8 +1170,9 @@ impl Guard {
                 self.note(M::Items, c);
                 self.path.push_index(i);
             } else if self.frames.len() == 1 && self.top_key != b"limit" {
-                // A non-string, non-number top-level value: a query-like name still counts as present.
-                if is_query_name(&self.top_key) {
+                // Any top-level value: a query-like name counts as present,
+                // and as empty until a string says otherwise (`top_string`).
+                if self.top_is_query() {
                     self.note_query(false);
                 }
             }
@@ -1252,5 +1257,33 @@ mod tests {
         assert!(on_list(&verdict("list_docs", r#"{"q":"x","q":""}"#)));
         let many = format!("{{{}\"q\":\"\"}}", r#""q":"x","query":1,"#.repeat(200));
         assert!(missing(&verdict("search_docs", &many)));
+        // A row's own query parameter, given last as a number, is no query.
+        let inv = crate::inventory::Inventory::parse(
+            r#"{"tools":[{"tool":"find","surface":"s","classification":"search",
+               "read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},
+               "cursor":null,"per_item_budget_bytes":512,
+               "result_budget":{"max_result_bytes":65536},"backend_query_bound":"limit+1",
+               "structured_content_policy":"none","query_params":["term"]}]}"#,
+        )
+        .expect("inventory");
+        for (args, refused) in [
+            (r#"{"term":"x","term":5}"#, true),
+            (r#"{"term":"x","term":{}}"#, true),
+            (r#"{"term":5,"term":"x"}"#, false),
+            (r#"{"term":"x"}"#, false),
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"find","arguments":{args}}}}}"#
+            );
+            for piece in [line.len(), 1, 5] {
+                let mut g = Guard::default();
+                g.set_inventory(Some(inv.clone()));
+                for c in line.as_bytes().chunks(piece) {
+                    g.feed(c);
+                }
+                let v = g.finish("find");
+                assert_eq!(missing(&v), refused, "{args} in {piece}s: {v:?}");
+            }
+        }
     }
 }
