@@ -1258,7 +1258,7 @@ pub fn proxy_one(data: &[u8]) {
         // name or by its inventory row) that gives a query argument (`q`,
         // `query` or `search`, of any type) never reaches the server, the
         // call read as the server reads it.
-        if let Some(v) = value_of(l) {
+        if let Some(v) = value_of(l).filter(|v| v["method"] == "tools/call") {
             let tool = v["params"]["name"].as_str().unwrap_or("");
             let query = v["params"]["arguments"].as_object().and_then(|a| {
                 ["q", "query", "search"]
@@ -1266,7 +1266,7 @@ pub fn proxy_one(data: &[u8]) {
                     .find(|q| a.contains_key(*q))
             });
             assert!(
-                !(v["method"] == "tools/call" && tool.starts_with("list_") && query.is_some()),
+                !(tool.starts_with("list_") && query.is_some()),
                 "a list tool's call with a query ({query:?}) reached the server: {}",
                 squash(l)
             );
@@ -1280,7 +1280,7 @@ pub fn proxy_one(data: &[u8]) {
             } else {
                 &[]
             };
-            if v["method"] == "tools/call" && !params.is_empty() {
+            if !params.is_empty() {
                 let args = v["params"]["arguments"].as_object();
                 let given = args.is_some_and(|a| {
                     params.iter().any(|q| {
