@@ -384,11 +384,36 @@ impl RequestGate {
             None => {
                 // `clamp` is only ever set for a call, which is held whole.
                 let mut clamped = None;
-                if let Some((max, a, b)) = clamp {
-                    let (a, b) = (a as usize, b as usize);
+                if let Some(c) = clamp {
+                    let (a, b) = (c.start as usize, c.end as usize);
                     if a <= b && b <= self.held.len() {
-                        self.held.splice(a..b, max.to_string().into_bytes());
-                        clamped = Some(max);
+                        // A string stays a string: the server reads it as before.
+                        let mut text = [0u8; 22];
+                        let mut n = text.len();
+                        let mut push = |b: u8| {
+                            // 22 bytes hold any u64 and its quotes.
+                            n = n.saturating_sub(1);
+                            if let Some(t) = text.get_mut(n) {
+                                *t = b;
+                            }
+                        };
+                        if c.quoted {
+                            push(b'"');
+                        }
+                        let mut v = c.max;
+                        loop {
+                            push(b'0' + (v % 10) as u8);
+                            v /= 10;
+                            if v == 0 {
+                                break;
+                            }
+                        }
+                        if c.quoted {
+                            push(b'"');
+                        }
+                        let new = text.get(n..).unwrap_or(&[]);
+                        self.held.splice(a..b, new.iter().copied());
+                        clamped = Some(c.max);
                     }
                 }
                 self.held.push(b'\n');

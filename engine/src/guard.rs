@@ -8,6 +8,7 @@
 
 use crate::inventory::{Class, Inventory, Row};
 use crate::mcp::push_json_string;
+use crate::page_size::{self, NumRead};
 use crate::record::PointerBuf;
 use crate::sniff::Capture;
 use crate::tokenizer::{Tok, Tokenizer};
@@ -153,11 +154,19 @@ pub enum GuardVerdict {
     },
     /// A search tool was called without a non-empty query.
     MissingQuery { tool: String, params: Vec<String> },
-    /// `limit` above the maximum.
+    /// The page size (`limit`, or the row's own name for it) above the
+    /// maximum; `limit` is its text as written (see [`crate::page_size`]).
     LimitTooHigh {
         tool: String,
         param: String,
-        limit: u64,
+        limit: String,
+        max: u64,
+    },
+    /// The page size given as a string that does not read as a number.
+    LimitNotANumber {
+        tool: String,
+        param: String,
+        value: String,
         max: u64,
     },
 }
@@ -178,6 +187,9 @@ impl GuardVerdict {
             }
             GuardVerdict::MissingQuery { .. } => "search tool without a query".into(),
             GuardVerdict::LimitTooHigh { limit, max, .. } => format!("limit {limit} > max {max}"),
+            GuardVerdict::LimitNotANumber { param, value, .. } => {
+                format!("{param} {value:?} is not a number")
+            }
         }
     }
 
@@ -210,6 +222,9 @@ impl GuardVerdict {
             ),
             GuardVerdict::LimitTooHigh { tool, param, limit, max } => format!(
                 "resultbudget refused this call: {param} {limit} is above the maximum of {max} for {tool}. Ask for at most {max} and continue with the cursor for more. Nothing was sent."
+            ),
+            GuardVerdict::LimitNotANumber { tool, param, value, max } => format!(
+                "resultbudget refused this call: {param} {value:?} is not a number. {tool} takes a page size of at most {max}; give it as a number and continue with the cursor for more. Nothing was sent."
             ),
         }
     }
@@ -260,8 +275,26 @@ impl GuardVerdict {
                 let mut e = Vec::new();
                 e.extend_from_slice(b",\"param\":");
                 push_json_string(&mut e, param);
-                e.extend_from_slice(format!(",\"limit\":{limit},\"max\":{max}").as_bytes());
+                // A whole number as a number, as before; any other spelling
+                // (`5e3`, `"500"`, a cut text) as the string it was.
+                e.extend_from_slice(b",\"limit\":");
+                match limit.parse::<u64>() {
+                    Ok(v) => e.extend_from_slice(v.to_string().as_bytes()),
+                    Err(_) => push_json_string(&mut e, limit),
+                }
+                e.extend_from_slice(format!(",\"max\":{max}").as_bytes());
                 ("limit_above_max", e)
+            }
+            GuardVerdict::LimitNotANumber {
+                param, value, max, ..
+            } => {
+                let mut e = Vec::new();
+                e.extend_from_slice(b",\"param\":");
+                push_json_string(&mut e, param);
+                e.extend_from_slice(b",\"value\":");
+                push_json_string(&mut e, value);
+                e.extend_from_slice(format!(",\"max\":{max}").as_bytes());
+                ("limit_not_a_number", e)
             }
         };
         push_json_string(out, reason);
@@ -400,15 +433,65 @@ impl RequestFacts {
     }
 }
 
-/// A top-level argument the contract looks at.
+/// The top-level arguments the contract looks at, kept from line to line
+/// so that a call allocates nothing for them once the guard is warm.
 #[derive(Debug, Clone, Default)]
 struct TopArg {
     /// Query-like argument names present, each once, with whether its last
-    /// value was a non-empty string.
-    queries: Vec<(String, bool)>,
-    /// The `limit` value, if an unsigned integer, and its byte span in the line.
-    limit: Option<(u64, u64, u64)>,
-    limit_param: String,
+    /// value was a non-empty string: the first `nq` entries (the names'
+    /// buffers are reused).
+    queries: Vec<(Vec<u8>, bool)>,
+    nq: usize,
+    /// Page-size arguments present, each once by its index in
+    /// `Guard::page_names`, with what its last member gave.
+    pages: Vec<(usize, PageRead)>,
+}
+
+impl TopArg {
+    fn clear(&mut self) {
+        self.nq = 0;
+        self.pages.clear();
+    }
+
+    fn queries(&self) -> &[(Vec<u8>, bool)] {
+        self.queries.get(..self.nq).unwrap_or(&[])
+    }
+}
+
+/// What the last member of a page-size name gave.
+#[derive(Debug, Clone)]
+enum PageRead {
+    /// `null`, a boolean, a container: no page size.
+    Nothing,
+    /// A number, or a string that reads as one: its value, how it read
+    /// (for its text), and its span in the line (a string's with its quotes).
+    Value {
+        value: f64,
+        num: NumRead,
+        start: u64,
+        end: u64,
+        string: bool,
+    },
+    /// A string that does not read as a number (its text, cut).
+    NotANumber(NumRead),
+}
+
+/// A page size being read: which entry of [`TopArg::pages`], from where.
+#[derive(Debug, Clone, Copy)]
+struct PageOpen {
+    slot: usize,
+    start: u64,
+    end: u64,
+}
+
+/// A `limit` the gate rewrites: the new value, and the span of the old one
+/// in the line; `quoted` if the old one was a string (the new one is too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clamp {
+    pub max: u64,
+    pub start: u64,
+    pub end: u64,
+    pub quoted: bool,
 }
 
 /// The streaming request guard. One line at a time: `feed` pieces, then `finish`.
@@ -444,7 +527,14 @@ pub struct Guard {
     /// The last key, copied out of the tokenizer (see `step`).
     key: Vec<u8>,
     num_start: Option<u64>,
-    num: Vec<u8>,
+    /// Names a top-level argument gives a page size by: `limit` and each
+    /// inventory row's own.
+    page_names: Vec<Vec<u8>>,
+    /// The page size being read, if the value in progress is one.
+    page: Option<PageOpen>,
+    page_num: NumRead,
+    /// A page size given as a string: its encoded contents, up to a cap.
+    page_str: Vec<u8>,
     early: Option<GuardVerdict>,
     /// Told by [`Guard::not_a_call`]: only the facts are read from here on.
     facts_only: bool,
@@ -467,6 +557,26 @@ const QUERY_NAMES: [&str; 3] = ["q", "query", "search"];
 /// comparing its text (a name that is not UTF-8 is none of them).
 fn is_query_name(key: &[u8]) -> bool {
     QUERY_NAMES.iter().any(|q| q.as_bytes() == key)
+}
+
+/// A page size's string contents as the server reads them, if they decode.
+/// Escapes are rare in a page size: decoding them may allocate. A lone
+/// surrogate reads as U+FFFD whatever the guard's mode (in a line the guard
+/// takes at all, the two read the same).
+fn decode_page_string(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if raw.contains(&b'\\') {
+        let quoted = [&b"\""[..], raw, b"\""].concat();
+        crate::sniff::json_str(&quoted).map(|d| d.into_bytes().into())
+    } else {
+        std::str::from_utf8(raw).ok().map(|s| s.as_bytes().into())
+    }
+}
+
+/// More of a page size's string, as encoded: kept up to just past what
+/// [`Guard::page_string_end`] reads, so a long string costs nothing more.
+fn page_text(kept: &mut Vec<u8>, bytes: &[u8]) {
+    let room = (page_size::STRING_CAP * 6 + 1).saturating_sub(kept.len());
+    kept.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or(&[]));
 }
 
 impl Guard {
@@ -502,7 +612,10 @@ impl Guard {
             top_key: Vec::new(),
             key: Vec::new(),
             num_start: None,
-            num: Vec::new(),
+            page_names: vec![b"limit".to_vec()],
+            page: None,
+            page_num: NumRead::new(),
+            page_str: Vec::new(),
             early: None,
             facts_only: false,
             facts: RequestFacts::default(),
@@ -523,6 +636,15 @@ impl Guard {
     }
 
     pub fn set_inventory(&mut self, inv: Option<Inventory>) {
+        self.page_names = vec![b"limit".to_vec()];
+        for r in inv.iter().flat_map(|i| &i.rows) {
+            if let Some(l) = &r.limit {
+                let p = l.param.as_bytes();
+                if !self.page_names.iter().any(|n| n == p) {
+                    self.page_names.push(p.to_vec());
+                }
+            }
+        }
         self.inventory = inv;
     }
 
@@ -546,10 +668,10 @@ impl Guard {
         self.name_capture = false;
         self.modern = false;
         self.modern_capture = false;
-        self.top = TopArg::default();
+        self.top.clear();
         self.top_key.clear();
         self.num_start = None;
-        self.num.clear();
+        self.page = None;
         self.early = None;
         self.facts_only = false;
         self.facts.clear();
@@ -625,11 +747,6 @@ impl Guard {
     /// Whether the request carried the 2026-07-28 protocol-version `_meta`.
     pub fn is_modern(&self) -> bool {
         self.modern
-    }
-
-    /// The byte span (in the line) and value of a `limit` argument, for clamping.
-    pub fn limit_span(&self) -> Option<(u64, u64, u64)> {
-        self.top.limit
     }
 
     fn row(&self) -> Option<&Row> {
@@ -807,18 +924,11 @@ impl Guard {
     fn contract(&self, tool: &str) -> Option<GuardVerdict> {
         let row = self.inventory.as_ref().and_then(|i| i.row(tool));
         let class = row.map(|r| r.class).or_else(|| Class::by_name(tool))?;
-        let query_names: Vec<String> = match row {
-            Some(r) if !r.query_params.is_empty() => r.query_params.clone(),
-            _ => QUERY_NAMES.iter().map(|s| s.to_string()).collect(),
-        };
+        let own = row.map(|r| &r.query_params).filter(|q| !q.is_empty());
         match class {
             Class::List => {
-                if let Some((arg, _)) = self
-                    .top
-                    .queries
-                    .iter()
-                    .find(|(k, _)| QUERY_NAMES.contains(&k.as_str()))
-                {
+                if let Some((arg, _)) = self.top.queries().iter().find(|(k, _)| is_query_name(k)) {
+                    let arg = String::from_utf8_lossy(arg).into_owned();
                     let twin = row
                         .and_then(|r| r.search_twin.clone())
                         .filter(|t| !t.is_empty())
@@ -828,49 +938,87 @@ impl Guard {
                         });
                     return Some(GuardVerdict::QueryOnList {
                         tool: tool.to_string(),
-                        arg: arg.clone(),
+                        arg,
                         twin,
                     });
                 }
             }
             Class::Search => {
+                let named = |k: &[u8]| match own {
+                    Some(q) => q.iter().any(|q| q.as_bytes() == k),
+                    None => is_query_name(k),
+                };
                 let ok = self
                     .top
-                    .queries
+                    .queries()
                     .iter()
-                    .any(|(k, nonempty)| *nonempty && query_names.contains(k));
+                    .any(|(k, nonempty)| *nonempty && named(k));
                 if !ok {
+                    let params = match own {
+                        Some(q) => q.clone(),
+                        None => QUERY_NAMES.iter().map(|s| s.to_string()).collect(),
+                    };
                     return Some(GuardVerdict::MissingQuery {
                         tool: tool.to_string(),
-                        params: query_names,
+                        params,
                     });
                 }
             }
             _ => {}
         }
         let (param, max, clamp) = match row.and_then(|r| r.limit.as_ref()) {
-            Some(l) => (l.param.clone(), l.max, l.clamp),
-            None => ("limit".to_string(), class.default_limits()?.1, false),
+            Some(l) => (l.param.as_str(), l.max, l.clamp),
+            None => ("limit", class.default_limits()?.1, false),
         };
-        if let Some((v, _, _)) = self.top.limit {
-            if v > max && !clamp && self.top.limit_param == param {
-                return Some(GuardVerdict::LimitTooHigh {
+        match self.page_read(param)? {
+            PageRead::Value { value, num, .. } if *value > max as f64 && !clamp => {
+                Some(GuardVerdict::LimitTooHigh {
                     tool: tool.to_string(),
-                    param,
-                    limit: v,
+                    param: param.to_string(),
+                    limit: num.text(),
                     max,
-                });
+                })
             }
+            PageRead::NotANumber(num) => Some(GuardVerdict::LimitNotANumber {
+                tool: tool.to_string(),
+                param: param.to_string(),
+                value: num.text(),
+                max,
+            }),
+            _ => None,
         }
-        None
     }
 
-    /// For a tool whose inventory row clamps: the new limit, if the call asked for more.
-    pub fn clamp_to(&self, tool: &str) -> Option<(u64, u64, u64)> {
+    /// What the last member named `param` gave, if any.
+    fn page_read(&self, param: &str) -> Option<&PageRead> {
+        let name = self.page_names.iter().position(|n| n == param.as_bytes())?;
+        self.top
+            .pages
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, r)| r)
+    }
+
+    /// For a tool whose inventory row clamps: the page size to write in place
+    /// of the one the call gave, if that one is above the row's maximum.
+    pub fn clamp_to(&self, tool: &str) -> Option<Clamp> {
         let row = self.inventory.as_ref()?.row(tool)?;
         let l = row.limit.as_ref()?;
-        let (v, a, b) = self.top.limit?;
-        (l.clamp && v > l.max && self.top.limit_param == l.param).then_some((l.max, a, b))
+        match self.page_read(&l.param)? {
+            PageRead::Value {
+                value,
+                start,
+                end,
+                string,
+                ..
+            } if l.clamp && *value > l.max as f64 => Some(Clamp {
+                max: l.max,
+                start: *start,
+                end: *end,
+                quoted: *string,
+            }),
+            _ => None,
+        }
     }
 
     fn step(&mut self, tok: Tok, chunk: &[u8], pos: usize) {
@@ -935,6 +1083,7 @@ impl Guard {
                 let expect = std::mem::replace(&mut self.expect, Expect::None);
                 if in_args {
                     self.child_start();
+                    self.page = None;
                 } else {
                     match (expect, d, obj) {
                         (Expect::Params, 2, true) => self.params_open = true,
@@ -953,7 +1102,7 @@ impl Guard {
                             self.args_start = Some(self.lex.offset_at(pos).saturating_sub(1));
                             self.args_bytes = None;
                             self.frames.clear();
-                            self.top = TopArg::default();
+                            self.top.clear();
                             self.path.clear();
                             self.path.push_key(b"arguments", true);
                         }
@@ -1019,7 +1168,11 @@ impl Guard {
                 if in_args {
                     self.child_start();
                     if let Tok::Lit(_) = tok {
+                        self.page = None;
                         self.value_end();
+                    } else if let Some(p) = &mut self.page {
+                        p.start = self.lex.offset_at(pos).saturating_sub(1);
+                        self.page_str.clear();
                     }
                 }
             }
@@ -1034,6 +1187,9 @@ impl Guard {
                 } else if in_args {
                     self.note(M::StrBytes, self.lex.string_decoded_len());
                     self.note(M::StrChars, self.lex.string_chars());
+                    if self.page.is_some() {
+                        page_text(&mut self.page_str, chunk.get(a..b).unwrap_or(&[]));
+                    }
                 }
             }
             Tok::StrEnd => {
@@ -1060,6 +1216,9 @@ impl Guard {
                     if self.frames.len() == 1 {
                         self.top_string(len);
                     }
+                    if let Some(p) = self.page.take() {
+                        self.page_string_end(p, self.lex.offset_at(pos));
+                    }
                     self.value_end();
                 }
             }
@@ -1077,29 +1236,35 @@ impl Guard {
                     if self.num_start.is_none() {
                         self.child_start();
                         self.num_start = Some(self.lex.offset_at(a));
-                        self.num.clear();
+                        if let Some(p) = &mut self.page {
+                            p.start = self.lex.offset_at(a);
+                            self.page_num.clear();
+                        }
                     }
-                    if self.num.len() < 24 {
-                        self.num.extend_from_slice(chunk.get(a..b).unwrap_or(&[]));
+                    if let Some(p) = &mut self.page {
+                        self.page_num.push(chunk.get(a..b).unwrap_or(&[]));
+                        p.end = self.lex.offset_at(b);
                     }
                 }
             }
             Tok::NumEnd => {
                 self.cap_end(pos);
-                if in_args {
-                    if let Some(s) = self.num_start.take() {
-                        if self.frames.len() == 1 && self.top_key == b"limit" {
-                            if let Some(v) = std::str::from_utf8(&self.num)
-                                .ok()
-                                .and_then(|t| t.parse::<u64>().ok())
-                            {
-                                let end = s + self.num.len() as u64;
-                                self.top.limit = Some((v, s, end));
-                                self.top.limit_param = "limit".into();
-                            }
-                        }
-                        self.value_end();
+                if in_args && self.num_start.take().is_some() {
+                    if let Some(p) = self.page.take() {
+                        let read = match self.page_num.value() {
+                            Some(value) => PageRead::Value {
+                                value,
+                                num: self.page_num.clone(),
+                                start: p.start,
+                                end: p.end,
+                                string: false,
+                            },
+                            // The tokenizer passed it: it is a number.
+                            None => PageRead::Nothing,
+                        };
+                        self.set_page(p.slot, read);
                     }
+                    self.value_end();
                 }
             }
             Tok::StrHeld => {
@@ -1113,22 +1278,71 @@ impl Guard {
                     self.name.extend_from_slice(self.lex.held());
                 } else if self.modern_capture {
                     self.modern = true;
+                } else if self.page.is_some() && in_args {
+                    page_text(&mut self.page_str, self.lex.held());
                 }
             }
             Tok::StrBegin { key: true } | Tok::Skipped(_) | Tok::NeedMore | Tok::Eof => {}
         }
-        if self.frames.len() == 1 && in_args {
-            if let Some(r) = self.row() {
-                if let Some(l) = &r.limit {
-                    self.top.limit_param =
-                        if self.top.limit.is_some() && self.top.limit_param == "limit" {
-                            l.param.clone()
-                        } else {
-                            self.top.limit_param.clone()
-                        };
-                }
-            }
+    }
+
+    fn set_page(&mut self, slot: usize, read: PageRead) {
+        if let Some(e) = self.top.pages.get_mut(slot) {
+            e.1 = read;
         }
+    }
+
+    /// At a top-level argument's value: if its name is a page size's, its
+    /// entry (one per name; the last member wins, so it starts as nothing).
+    fn page_slot(&mut self) -> Option<usize> {
+        let name = self.page_names.iter().position(|n| *n == self.top_key)?;
+        let slot = match self.top.pages.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                self.top.pages.push((name, PageRead::Nothing));
+                self.top.pages.len() - 1
+            }
+        };
+        self.set_page(slot, PageRead::Nothing);
+        Some(slot)
+    }
+
+    /// A page size given as a string ended at `end`: read it.
+    fn page_string_end(&mut self, p: PageOpen, end: u64) {
+        let raw = self.page_str.as_slice();
+        let whole = raw.len() <= page_size::STRING_CAP * 6;
+        let decoded = if whole {
+            decode_page_string(raw)
+        } else {
+            // Too long to be a page size; its start, for the refusal's
+            // text: the longest prefix that decodes (a cut unit left out).
+            (0..=12)
+                .filter_map(|back| raw.get(..raw.len().saturating_sub(back)))
+                .find_map(decode_page_string)
+        };
+        let read = decoded
+            .as_deref()
+            .filter(|d| whole && d.len() <= page_size::STRING_CAP)
+            .and_then(page_size::read_string);
+        let read = match read {
+            Some(num) => match num.value() {
+                Some(value) => PageRead::Value {
+                    value,
+                    num,
+                    start: p.start,
+                    end,
+                    string: true,
+                },
+                None => PageRead::NotANumber(num),
+            },
+            None => {
+                // Its text as the server reads it (as written, if that is not JSON).
+                let mut num = NumRead::new();
+                num.push(decoded.as_deref().unwrap_or(raw).trim_ascii());
+                PageRead::NotANumber(num)
+            }
+        };
+        self.set_page(p.slot, read);
     }
 
     fn top_string(&mut self, len: u64) {
@@ -1154,11 +1368,22 @@ impl Guard {
     /// `{"q":"x","q":""}` gives a search tool an empty query. One entry per
     /// name, however often a line repeats it.
     fn note_query(&mut self, nonempty: bool) {
-        let name = String::from_utf8_lossy(&self.top_key);
-        match self.top.queries.iter_mut().find(|(k, _)| *k == name) {
-            Some(q) => q.1 = nonempty,
-            None => self.top.queries.push((name.into_owned(), nonempty)),
+        let top = &mut self.top;
+        let key = &self.top_key;
+        let live = top.queries.get_mut(..top.nq).unwrap_or(&mut []);
+        if let Some(q) = live.iter_mut().find(|(k, _)| k == key) {
+            q.1 = nonempty;
+            return;
         }
+        match top.queries.get_mut(top.nq) {
+            Some((k, n)) => {
+                k.clear();
+                k.extend_from_slice(key);
+                *n = nonempty;
+            }
+            None => top.queries.push((key.clone(), nonempty)),
+        }
+        top.nq += 1;
     }
 
     fn child_start(&mut self) {
@@ -1169,12 +1394,18 @@ impl Guard {
                 let c = f.count;
                 self.note(M::Items, c);
                 self.path.push_index(i);
-            } else if self.frames.len() == 1 && self.top_key != b"limit" {
+            } else if self.frames.len() == 1 {
                 // Any top-level value: a query-like name counts as present,
                 // and as empty until a string says otherwise (`top_string`).
-                if self.top_is_query() {
+                if self.top_key != b"limit" && self.top_is_query() {
                     self.note_query(false);
                 }
+                // A page size's is read if it is a number or a string.
+                self.page = self.page_slot().map(|slot| PageOpen {
+                    slot,
+                    start: 0,
+                    end: 0,
+                });
             }
         }
     }
@@ -1220,6 +1451,112 @@ mod tests {
         }
     }
 
+    /// A page size is the argument the tool's row names (else `limit`),
+    /// wherever the tool's name comes in the line, read by value as servers
+    /// read it, by its last member; a string that reads as no number is
+    /// refused. The same verdict however the reads split the line.
+    #[test]
+    fn a_page_size_is_read_by_value_under_its_rows_name() {
+        use super::GuardVerdict;
+        let inv = crate::inventory::Inventory::parse(
+            r#"{"tools":[{"tool":"events","surface":"e","classification":"discovery",
+               "read_only":true,"limit":{"param":"count","default":3,"max":10,"over_max":"refuse"},
+               "cursor":null,"per_item_budget_bytes":512,
+               "result_budget":{"max_result_bytes":65536},"backend_query_bound":"count",
+               "structured_content_policy":"none"}]}"#,
+        )
+        .expect("inventory");
+        #[derive(Debug, PartialEq)]
+        enum V {
+            Pass,
+            High(String),
+            NotANumber(String),
+        }
+        let run = |tool: &str, args: &str| {
+            let mut seen = Vec::new();
+            for name_last in [false, true] {
+                let line = if name_last {
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{args},"name":"{tool}"}}}}"#
+                    )
+                } else {
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+                    )
+                };
+                for piece in [line.len(), 1, 2, 3, 5] {
+                    let mut g = Guard::default();
+                    g.set_inventory(Some(inv.clone()));
+                    for c in line.as_bytes().chunks(piece) {
+                        g.feed(c);
+                    }
+                    seen.push(match g.finish(tool) {
+                        None => V::Pass,
+                        Some(GuardVerdict::LimitTooHigh { limit, .. }) => V::High(limit),
+                        Some(GuardVerdict::LimitNotANumber { value, .. }) => V::NotANumber(value),
+                        Some(v) => panic!("{line}: {v:?}"),
+                    });
+                }
+            }
+            assert!(seen.windows(2).all(|w| w[0] == w[1]), "{args}: {seen:?}");
+            seen.swap_remove(0)
+        };
+        let high = |s: &str| V::High(s.to_string());
+        let nan = |s: &str| V::NotANumber(s.to_string());
+        for (tool, args, want) in [
+            // The row's own name for it; `limit` is another argument there.
+            ("events", r#"{"count":11}"#, high("11")),
+            ("events", r#"{"count":10}"#, V::Pass),
+            ("events", r#"{"limit":500,"count":2}"#, V::Pass),
+            ("events", r#"{"limit":"soon"}"#, V::Pass),
+            // Any spelling of a number, and a string that reads as one.
+            ("events", r#"{"count":1.1e1}"#, high("1.1e1")),
+            ("events", r#"{"count":10.5}"#, high("10.5")),
+            (
+                "events",
+                r#"{"count":100000000000000000000000}"#,
+                high("100000000000000000000000"),
+            ),
+            ("events", r#"{"count":1e400}"#, high("1e400")),
+            ("events", r#"{"count":1000e-2}"#, V::Pass),
+            ("events", r#"{"count":-50}"#, V::Pass),
+            ("events", r#"{"count":"11"}"#, high("11")),
+            ("events", r#"{"count":" 1_1 "}"#, high("1_1")),
+            ("events", r#"{"count":"\u0031\u0031"}"#, high("11")),
+            ("events", r#"{"count":"9"}"#, V::Pass),
+            ("events", r#"{"count":"eleven"}"#, nan("eleven")),
+            ("events", r#"{"count":"0x0B"}"#, nan("0x0B")),
+            ("events", r#"{"count":"Infinity"}"#, nan("Infinity")),
+            // No page size: the server's default, or its own error.
+            ("events", r#"{"count":null}"#, V::Pass),
+            ("events", r#"{"count":[50]}"#, V::Pass),
+            ("events", r#"{"count":{"n":50}}"#, V::Pass),
+            // The last member is what the server reads.
+            ("events", r#"{"count":50,"count":5}"#, V::Pass),
+            ("events", r#"{"count":5,"count":5e1}"#, high("5e1")),
+            ("events", r#"{"count":"x","count":5}"#, V::Pass),
+            ("events", r#"{"count":50,"count":null}"#, V::Pass),
+            // A tool without a row: `limit`, by its class's maximum.
+            ("list_docs", r#"{"limit":1.01e2}"#, high("1.01e2")),
+            ("list_docs", r#"{"limit":"101"}"#, high("101")),
+            ("list_docs", r#"{"limit":100.0}"#, V::Pass),
+            ("list_docs", r#"{"count":500}"#, V::Pass),
+            ("get_doc", r#"{"limit":"many"}"#, V::Pass),
+        ] {
+            assert_eq!(run(tool, args), want, "{tool} {args}");
+        }
+        // However often a line repeats them, one entry per name.
+        let many = format!("{{{}\"count\":1}}", r#""count":"x","limit":1,"#.repeat(300));
+        assert_eq!(run("events", &many), V::Pass);
+        let mut g = Guard::default();
+        g.set_inventory(Some(inv.clone()));
+        g.feed(
+            format!(r#"{{"method":"tools/call","params":{{"name":"events","arguments":{many}}}}}"#)
+                .as_bytes(),
+        );
+        assert_eq!(g.top.pages.len(), 2, "{:?}", g.top.pages);
+    }
+
     /// A repeated query argument counts as the server reads it, by its last
     /// value; and however often a line repeats it, the guard keeps it once.
     #[test]
@@ -1236,7 +1573,7 @@ mod tests {
                     g.feed(c);
                 }
                 let v = g.finish(tool);
-                assert!(g.top.queries.len() <= 3, "{line}: {:?}", g.top.queries);
+                assert!(g.top.queries().len() <= 3, "{line}: {:?}", g.top.queries);
                 out.push(v);
             }
             assert!(out.windows(2).all(|w| w[0] == w[1]), "{args}: {out:?}");

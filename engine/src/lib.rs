@@ -16,6 +16,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod mcp;
 mod out;
+mod page_size;
 pub mod proxy;
 pub mod record;
 pub mod scan;

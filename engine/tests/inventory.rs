@@ -572,7 +572,11 @@ fn the_proxy_applies_inventory_limits_and_clamps() {
              "backend_query_bound":"limit+1","structured_content_policy":"cut_generic"},
             {"tool":"big_text","surface":"text","classification":"single","read_only":true,"limit":null,"cursor":null,
              "per_item_budget_bytes":null,"result_budget":{"max_result_bytes":4096,"max_text_block_bytes":500},
-             "backend_query_bound":"n bytes","structured_content_policy":"cut_generic"}
+             "backend_query_bound":"n bytes","structured_content_policy":"cut_generic"},
+            {"tool":"recent_events","surface":"events","classification":"discovery","read_only":true,
+             "limit":{"param":"count","default":5,"max":10,"over_max":"refuse"},"cursor":null,
+             "per_item_budget_bytes":256,"result_budget":{"max_result_bytes":4096},
+             "backend_query_bound":"count","structured_content_policy":"cut_generic"}
         ]}))
         .unwrap(),
     )
@@ -602,11 +606,50 @@ fn the_proxy_applies_inventory_limits_and_clamps() {
         t.len()
     );
     assert!(serde_json::to_vec(&r["result"]).unwrap().len() <= 4096);
+    // A page size is read by value, as the server reads it: `5e2` and the
+    // string "500" are 500 to the Python server, so they are clamped (the
+    // string stays a string) or refused like 500. (Earlier builds read only
+    // the digits of an integer and passed these on unchanged.)
+    let r = s.call(4, "list_things", json!({"limit": 5e2}));
+    assert_eq!(r["result"]["content"][0]["text"], "30 things", "{r}");
+    let r = s.call(5, "list_things", json!({"limit": "500"}));
+    assert_eq!(r["result"]["content"][0]["text"], "30 things", "{r}");
+    let r = s.call(6, "search_things", json!({"query": "x", "limit": "41"}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["reason"], "limit_above_max",
+        "{r}"
+    );
+    let r = s.call(7, "search_things", json!({"query": "x", "limit": 40.5}));
+    assert_eq!(
+        r["result"]["_meta"]["resultbudget/refusal"]["limit"], "40.5",
+        "{r}"
+    );
+    let r = s.call(8, "list_things", json!({"limit": "lots"}));
+    let refusal = &r["result"]["_meta"]["resultbudget/refusal"];
+    assert_eq!(refusal["reason"], "limit_not_a_number", "{r}");
+    assert_eq!(refusal["value"], "lots", "{r}");
+    // A row names its page size: `count` here, and `limit` is another
+    // argument of that tool, passed as it is. (Earlier builds read `limit`
+    // as the page size of every tool: they refused the second call and
+    // passed the first.)
+    let r = s.call(9, "recent_events", json!({"count": 50}));
+    let refusal = &r["result"]["_meta"]["resultbudget/refusal"];
+    assert_eq!(refusal["reason"], "limit_above_max", "{r}");
+    assert_eq!(refusal["param"], "count", "{r}");
+    assert_eq!(refusal["max"], 10, "{r}");
+    let r = s.call(10, "recent_events", json!({"count": 3, "limit": 500}));
+    assert_eq!(r["result"]["content"][0]["text"], "3 events", "{r}");
     let _ = s.wait(20);
     let seen = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         seen.lines().collect::<Vec<_>>(),
-        ["list_things limit=30", "big_text 100000"]
+        [
+            "list_things limit=30",
+            "big_text 100000",
+            "list_things limit=30",
+            "list_things limit=30",
+            "recent_events count=3 limit=500"
+        ]
     );
 }
 

@@ -401,6 +401,46 @@ fn the_request_gate_holds_no_long_line() {
     // None: the tool's name is read into the gate's own buffer (until the
     // forty-fourth session, one a line).
     assert_eq!(n, 0, "{n} allocations for 1000 small calls");
+    // Nor do paged calls: a query and a page size are noted in buffers the
+    // guard keeps, a page size is read by value in place, and a clamp
+    // writes its number from the stack (until the forty-ninth session, a
+    // query's name and the search contract's list of names were allocated
+    // for each call).
+    let inv = resultbudget::inventory::Inventory::parse(
+        r#"{"tools":[{"tool":"dir","surface":"d","classification":"directory","read_only":true,
+           "limit":{"param":"count","default":5,"max":30,"over_max":"clamp"},
+           "cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},
+           "per_item_budget_bytes":256,"result_budget":{"max_result_bytes":4096},
+           "backend_query_bound":"count","structured_content_policy":"cut_generic"}]}"#,
+    )
+    .expect("inventory");
+    let mut gate = RequestGate::default();
+    gate.set_inventory(Some(inv));
+    let paged: [(&[u8], Option<u64>); 4] = [
+        (br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"list_docs","arguments":{"limit":20,"cursor":"c2"}}}"#, None),
+        (br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search_docs","arguments":{"q":"needle","query":"","limit":"5e1"}}}"#, None),
+        (br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"arguments":{"count":"500","limit":3},"name":"dir"}}"#, Some(30)),
+        (br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"dir","arguments":{"count":1e3}}}"#, Some(30)),
+    ];
+    let mut run = |n: usize| {
+        let mut sent = 0;
+        for _ in 0..n {
+            for (line, clamped) in &paged {
+                let _ = gate.feed(line, |_| {});
+                assert_eq!(gate.end_line(), Fate::Forward { clamped: *clamped });
+                sent += gate.to_send().len();
+            }
+        }
+        sent
+    };
+    run(3);
+    let (sent, n, _, _) = count_allocs(|| run(250));
+    assert_eq!(
+        sent,
+        // `"500"` and `1e3` are written `"30"` and `30`.
+        250 * (paged.iter().map(|(l, _)| l.len() + 1).sum::<usize>() - 2)
+    );
+    assert_eq!(n, 0, "{n} allocations for 1000 paged calls");
 }
 
 /// The server's side of a session holds no long line either: a 20 MB answer

@@ -828,9 +828,10 @@ fn a_tool_added_later_is_learned_after_list_changed() {
 
 #[test]
 fn the_proxy_reads_every_page_of_tools_list() {
-    // The test server answers tools/list three tools at a time (RB_TOOLS_PAGE);
-    // `rows` and `mutate_rows` are on its third page of four. Read from the
-    // first page only, they would pass for untyped tools and be cut.
+    // The test server answers tools/list three tools at a time (RB_TOOLS_PAGE),
+    // in name order; `mutate_rows` is on its third page of five and `rows` on
+    // its fourth. Read from the first page only, they would pass for untyped
+    // tools and be cut.
     let log = tmpdir("paged").join("server.log");
     let log_s = log.to_string_lossy().into_owned();
     let mut s = Raw::spawn(
@@ -864,7 +865,8 @@ fn the_proxy_reads_every_page_of_tools_list() {
             "tools/list from 0",
             "tools/list from 3",
             "tools/list from 6",
-            "tools/list from 9"
+            "tools/list from 9",
+            "tools/list from 12"
         ]
     );
 }

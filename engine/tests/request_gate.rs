@@ -331,3 +331,109 @@ fn the_inventory_clamps_a_limit_in_the_line_that_goes_on() {
         f => panic!("{f:?}"),
     }
 }
+
+/// A clamp rewrites the page size the server reads (the last member of the
+/// row's name for it), whatever its spelling, a string as a string, and
+/// changes no other byte; at every split point. Under a row whose page size
+/// is `count`, `limit` is left alone.
+#[test]
+fn a_clamp_rewrites_the_page_size_the_server_reads() {
+    let row = |tool: &str, param: &str| {
+        json!({"tool": tool, "surface": "things", "classification": "directory", "read_only": true,
+               "limit": {"param": param, "default": 5, "max": 30, "over_max": "clamp"},
+               "per_item_budget_bytes": 256,
+               "cursor": {"param": "cursor", "has_more_field": "has_more", "next_cursor_field": "next_cursor"},
+               "result_budget": {"max_result_bytes": 4096}, "backend_query_bound": "limit+1",
+               "structured_content_policy": "cut_generic"})
+    };
+    let inv = Inventory::parse(
+        &json!({ "tools": [row("dir", "limit"), row("events", "count")] }).to_string(),
+    )
+    .unwrap();
+    let mut gate = RequestGate::new(ArgCaps::DEFAULT);
+    gate.set_inventory(Some(inv));
+    for (tool, args, want) in [
+        ("dir", r#"{"limit":500}"#, Some(r#"{"limit":30}"#)),
+        ("dir", r#"{"limit":5e2}"#, Some(r#"{"limit":30}"#)),
+        ("dir", r#"{"limit":30.5}"#, Some(r#"{"limit":30}"#)),
+        ("dir", r#"{"limit":1e999}"#, Some(r#"{"limit":30}"#)),
+        ("dir", r#"{"limit":"500"}"#, Some(r#"{"limit":"30"}"#)),
+        ("dir", r#"{"limit":" 500 "}"#, Some(r#"{"limit":"30"}"#)),
+        (
+            "dir",
+            r#"{"limit":500,"limit":31}"#,
+            Some(r#"{"limit":500,"limit":30}"#),
+        ),
+        (
+            "dir",
+            r#"{"limit":5,"limit" : 40 ,"x":1}"#,
+            Some(r#"{"limit":5,"limit" : 30 ,"x":1}"#),
+        ),
+        ("dir", r#"{"limit":500,"limit":3}"#, None),
+        ("dir", r#"{"limit":30}"#, None),
+        ("dir", r#"{"limit":"30.0"}"#, None),
+        (
+            "events",
+            r#"{"count":99,"limit":500}"#,
+            Some(r#"{"count":30,"limit":500}"#),
+        ),
+        ("events", r#"{"limit":500}"#, None),
+    ] {
+        for name_last in [false, true] {
+            let line = |args: &str| {
+                let mut l = if name_last {
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{args},"name":"{tool}"}}}}"#
+                    )
+                } else {
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+                    )
+                };
+                l.push('\n');
+                l.into_bytes()
+            };
+            let given = line(args);
+            let sent_want = line(want.unwrap_or(args));
+            let body = &given[..given.len() - 1];
+            for p in 0..=body.len() {
+                let mut sent = Vec::new();
+                let _ = gate.feed(&body[..p], |b| sent.extend_from_slice(b));
+                let _ = gate.feed(&body[p..], |b| sent.extend_from_slice(b));
+                let fate = gate.end_line();
+                assert_eq!(
+                    fate,
+                    Fate::Forward {
+                        clamped: want.map(|_| 30)
+                    },
+                    "{tool} {args} split at {p}"
+                );
+                sent.extend_from_slice(gate.to_send());
+                assert_eq!(
+                    String::from_utf8_lossy(&sent),
+                    String::from_utf8_lossy(&sent_want),
+                    "{tool} {args} split at {p}"
+                );
+            }
+        }
+    }
+    // A string that reads as no number is refused, clamp or not.
+    let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"dir","arguments":{"limit":"all"}}}"#;
+    match gate.check(line) {
+        Fate::Dropped {
+            why:
+                Why::Refused(GuardVerdict::LimitNotANumber {
+                    ref value, max: 30, ..
+                }),
+            reply: Some(r),
+        } if value == "all" => {
+            let v: Value = serde_json::from_slice(&r).unwrap();
+            let refusal = &v["result"]["_meta"]["resultbudget/refusal"];
+            assert_eq!(refusal["reason"], "limit_not_a_number", "{v}");
+            assert_eq!(refusal["value"], "all", "{v}");
+            assert_eq!(refusal["param"], "limit", "{v}");
+            assert_eq!(v["result"]["isError"], true, "{v}");
+        }
+        f => panic!("{f:?}"),
+    }
+}

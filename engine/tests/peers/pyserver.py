@@ -2,7 +2,8 @@
 
 Tools: `big_text` (untyped text of n bytes), `rows` (typed: structured list of n rows,
 read-only), `mutate_rows` (typed, may change state), `list_things` / `search_things`
-(the list-versus-search pair), `crash` (writes half a response and dies), `add_late_tool`
+(the list-versus-search pair), `recent_events` (a page size named `count`, and a
+`limit` that is not one), `crash` (writes half a response and dies), `add_late_tool`
 (adds the typed tool `late_rows` and sends `notifications/tools/list_changed`),
 `fail_loudly` (a JSON-RPC error of n bytes), `stdout_pipe_bytes` (the capacity of the
 pipe the server writes to, on Linux), `ask_client` (asks the client for a sampling message and reports how much came back).
@@ -73,6 +74,14 @@ def search_things(query: str, limit: int = 20, cursor: str | None = None) -> str
     """Find things by text."""
     log(f"search_things query={query!r} limit={limit}")
     return f"things matching {query}"
+
+
+@server.tool(structured_output=False, annotations=ToolAnnotations(readOnlyHint=True))
+def recent_events(count: int = 5, limit: int | None = None) -> str:
+    """The latest events, `count` of them (its page size); `limit` skips events
+    older than that many minutes (not a page size)."""
+    log(f"recent_events count={count} limit={limit}")
+    return f"{count} events"
 
 
 @server.tool(structured_output=False)
