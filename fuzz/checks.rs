@@ -734,6 +734,12 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
             let args = match g.pick(12) {
                 0 => b"{\"q\":\"x\"}".to_vec(),
                 1 => b"{\"limit\":50}".to_vec(),
+                6 | 7 => {
+                    // A page size in any spelling, or none.
+                    let keep = std::mem::take(&mut g.out);
+                    page_args(g);
+                    std::mem::replace(&mut g.out, keep)
+                }
                 2 => b"{\"limit\":3,\"cursor\":\"c1\"}".to_vec(),
                 3 => b"{\"query\":\"\"}".to_vec(),
                 4 => b"{\"search\":\"x\",\"limit\":25}".to_vec(),
@@ -1280,6 +1286,28 @@ pub fn proxy_one(data: &[u8]) {
             } else {
                 &[]
             };
+            // Nor a page size above the maximum (20 for the inventory's
+            // paged rows, else 100 for a `list_` or `search_` name), nor a
+            // string that reads as no number, read as in the guard target.
+            if serde_verdict(l) == Serde::Valid {
+                let max_of = |t: &str| match t {
+                    "plain" | "find" | "list_docs" if cfg.inventory => Some(20.0),
+                    "typed" | "mut" if cfg.inventory => None,
+                    t if t.starts_with("list_") || t.starts_with("search_") => Some(100.0),
+                    _ => None,
+                };
+                if let Some((tool, page, _, _)) = call_page(l, |t| max_of(t).map(|_| "limit")) {
+                    let max: f64 = max_of(&tool).unwrap_or(f64::INFINITY);
+                    let near =
+                        matches!(page, Page::Num(v, d) if d > 32 && (v - max).abs() <= max * 1e-9);
+                    assert!(
+                        near || !(matches!(page, Page::Num(v, _) if v > max)
+                            || page == Page::NotANumber),
+                        "a call's page size {page:?} (at most {max}) reached the server: {}",
+                        squash(l)
+                    );
+                }
+            }
             if !params.is_empty() {
                 let args = v["params"]["arguments"].as_object();
                 let given = args.is_some_and(|a| {
@@ -3147,9 +3175,54 @@ pub struct GuardCfg {
     pub nsplits: u8,
     pub splits: [u16; 4],
     pub ws: u8,
+    /// With [`GUARD_INVENTORY`]: rows with page sizes of their own, a clamp,
+    /// a search row's own query name.
+    pub inventory: bool,
 }
 
-const TOOLS: &[&str] = &["echo", "list_items", "search_docs", "", "get_file"];
+const TOOLS: &[&str] = &[
+    "echo",
+    "list_items",
+    "search_docs",
+    "",
+    "get_file",
+    "events",
+    "dir",
+    "find",
+];
+
+/// The guard target's inventory: `events` pages by `count` (at most 10,
+/// refused above), `dir` by `limit` (at most 30, clamped), `find` searches
+/// by `term` and pages by `limit` (at most 20). [`page_rule`] knows the same
+/// rows, written apart on purpose.
+pub const GUARD_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
+{"tool":"events","server":"fuzz","surface":"events","classification":"discovery","read_only":true,"limit":{"param":"count","default":3,"max":10,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"count","structured_content_policy":"cut_generic"},
+{"tool":"dir","server":"fuzz","surface":"dir","classification":"directory","read_only":true,"limit":{"param":"limit","default":5,"max":30,"over_max":"clamp"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"paged","structured_content_policy":"cut_generic"},
+{"tool":"find","server":"fuzz","surface":"find","classification":"search","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic","query_params":["term"]}
+]}"#;
+
+fn guard_inventory() -> &'static resultbudget::inventory::Inventory {
+    static INV: std::sync::OnceLock<resultbudget::inventory::Inventory> =
+        std::sync::OnceLock::new();
+    INV.get_or_init(|| {
+        resultbudget::inventory::Inventory::parse(GUARD_INVENTORY)
+            .expect("the guard target's inventory is valid")
+    })
+}
+
+/// The page-size rule of a tool, as the spec states it for
+/// [`GUARD_INVENTORY`]: the argument's name, the maximum, and whether a
+/// larger one is clamped (else refused). A tool without a row pages by
+/// `limit` if its name makes it a list or search tool (at most 100).
+pub fn page_rule(tool: &str) -> Option<(&'static str, f64, bool)> {
+    match tool {
+        "events" => Some(("count", 10.0, false)),
+        "dir" => Some(("limit", 30.0, true)),
+        "find" => Some(("limit", 20.0, false)),
+        t if t.starts_with("list_") || t.starts_with("search_") => Some(("limit", 100.0, false)),
+        _ => None,
+    }
+}
 
 impl GuardCfg {
     pub fn caps(&self) -> ArgCaps {
@@ -3211,6 +3284,7 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
                         "arguments",
                         Box::new(|g: &mut Gen| match g.pick(16) {
                             0 => g.value(0),
+                            2..=4 => page_args(g),
                             1 => {
                                 let n = g.pick(8) as usize;
                                 g.array_of(n, 1)
@@ -3264,6 +3338,97 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
     g.shuffle(&mut env);
     g.members(env);
     g.out
+}
+
+/// Arguments around page sizes: a few members named as page sizes, query
+/// parameters and others (some names escaped), repeated at times, each with
+/// a value a server might read as a page size, or not.
+fn page_args(g: &mut Gen) {
+    let n = 1 + g.pick(6) as usize;
+    g.out.push(b'{');
+    for i in 0..n {
+        if i > 0 {
+            g.out.push(b',');
+            g.sp();
+        }
+        let k: &[u8] = match g.pick(10) {
+            0..=2 => b"\"limit\"",
+            3 | 4 => b"\"count\"",
+            5 => b"\"\\u006cimit\"",
+            6 => b"\"co\\u0075nt\"",
+            7 => b"\"term\"",
+            8 => b"\"q\"",
+            _ => b"\"cursor\"",
+        };
+        g.put(k);
+        g.sp();
+        g.out.push(b':');
+        g.sp();
+        page_value(g);
+        g.sp();
+    }
+    g.out.push(b'}');
+}
+
+/// A value for a page-size argument: numbers near and far from the rows'
+/// maxima in every spelling, strings that read as numbers and strings that
+/// do not, and values that are no page size.
+fn page_value(g: &mut Gen) {
+    let max = [10u32, 20, 30, 100][g.pick(4) as usize];
+    let near = (max as i64 + g.pick(5) as i64 - 2).to_string();
+    let t: String = match g.pick(24) {
+        0 | 1 => near,
+        2 => format!("{near}.0"),
+        3 => format!("{max}.5"),
+        4 => format!("{}e1", max / 10 + g.pick(2) as u32),
+        5 => format!("{}e-1", max * 10 + g.pick(3) as u32),
+        6 => format!("{}E+{}", 1 + g.pick(9), g.pick(4)),
+        7 => "1e400".into(),
+        8 => format!("1{}", "0".repeat(g.pick(40) as usize)),
+        9 => format!("0.{}1e{}", "0".repeat(g.pick(40) as usize), g.pick(50)),
+        10 => format!("-{near}"),
+        11 => format!("\"{near}\""),
+        12 => format!(
+            "\"{}{near}{}\"",
+            " ".repeat(g.pick(3) as usize),
+            "\\n".repeat(g.pick(2) as usize)
+        ),
+        13 => format!("\"{}_{}\"", g.pick(10), g.pick(10)),
+        14 => {
+            let mut s = String::from("\"");
+            for c in near.bytes() {
+                s.push_str(&format!("\\u{:04x}", c));
+            }
+            s.push('"');
+            s
+        }
+        15 => [
+            "\"abc\"",
+            "\"0x1F\"",
+            "\"Infinity\"",
+            "\"\"",
+            "\"5e\"",
+            "\"1__0\"",
+            "\"+5\"",
+            "\".5e2\"",
+        ][g.pick(8) as usize]
+            .into(),
+        16 => format!("\"{}{near}\"", " ".repeat(60 + g.pick(8) as usize)),
+        17 => ["null", "true", "false", "[50]", "{\"n\":500}", "[]"][g.pick(6) as usize].into(),
+        18 | 19 => {
+            g.number();
+            return;
+        }
+        20 => {
+            g.string();
+            return;
+        }
+        _ => {
+            g.value(1);
+            return;
+        }
+    };
+    g.put(t.as_bytes());
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -3374,8 +3539,11 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     f
 }
 
-pub fn run_guard(caps: ArgCaps, tool: &str, chunks: &[&[u8]]) -> GuardRun {
+pub fn run_guard(caps: ArgCaps, inv: bool, tool: &str, chunks: &[&[u8]]) -> GuardRun {
     let mut g = Guard::new(caps);
+    if inv {
+        g.set_inventory(Some(guard_inventory().clone()));
+    }
     let mut early = None;
     for c in chunks {
         if let Some(v) = g.feed(c) {
@@ -3461,8 +3629,8 @@ pub fn guard_one(data: &[u8]) {
     let tool = cfg.tool();
     let n = (cfg.nsplits % 5) as usize;
     let points = split_points(doc.len(), &cfg.splits[..n]);
-    let whole = run_guard(caps, tool, &[&doc]);
-    let split = run_guard(caps, tool, &chunks(&doc, &points));
+    let whole = run_guard(caps, cfg.inventory, tool, &[&doc]);
+    let split = run_guard(caps, cfg.inventory, tool, &chunks(&doc, &points));
     // On a line that is not valid JSON the guard measures up to the first error,
     // and how much of the text before it was measured depends on the chunking
     // (the tokenizer reports the error before the span that precedes it in the
@@ -3508,6 +3676,9 @@ pub fn guard_one(data: &[u8]) {
     check_guard(&doc, caps, &whole);
     check_guard(&doc, caps, &split);
     check_gate(&doc, caps, &points);
+    if cfg.inventory {
+        check_pages(&doc, &points);
+    }
     // Lone surrogates read as U+FFFD (as the proxy reads them by default): on
     // a line the strict guard reads whole once each lone escape is written
     // `\ufffd`, the same verdicts, however the line is split.
@@ -3612,6 +3783,215 @@ pub fn check_gate(doc: &[u8], caps: ArgCaps, points: &[usize]) {
         let v: Value = serde_json::from_slice(r).expect("the reply is JSON");
         assert!(r.ends_with(b"\n") && r.iter().filter(|&&b| b == b'\n').count() == 1);
         assert_eq!(v["jsonrpc"], "2.0", "the reply is JSON-RPC: {v}");
+    }
+}
+
+/// The last member of an object whose key, decoded, is `key` (the one a
+/// JSON reader keeps), and how many members have that key.
+fn last_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> (Option<&'n Node>, usize) {
+    let all: Vec<&Node> = n
+        .members()
+        .unwrap_or(&[])
+        .iter()
+        .filter(|(k, _)| decode_str(k.contents(doc)) == key)
+        .map(|(_, v)| v)
+        .collect();
+    (all.last().copied(), all.len())
+}
+
+/// A page-size argument as a server reads it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Page {
+    /// No member, or `null`, a boolean, a container.
+    Absent,
+    /// A number, or a string that reads as one: its value, and how many
+    /// significant digits its text has.
+    Num(f64, usize),
+    /// A string that does not read as a number.
+    NotANumber,
+}
+
+/// The oracle's reading of a page size: a number by Rust's float parser on
+/// its text; a string, when its decoded text (at most 64 bytes) without
+/// ASCII whitespace around it is, once underscores standing between two
+/// digits are taken out, made of digits, signs, points and exponents that
+/// Rust's float parser takes.
+pub fn read_page(doc: &[u8], v: &Node) -> Page {
+    let sig = |t: &str| {
+        let mantissa = t.split(['e', 'E']).next().unwrap_or("");
+        mantissa
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .skip_while(|&b| b == b'0')
+            .count()
+    };
+    match &v.kind {
+        Kind::Scalar => {
+            let t = String::from_utf8_lossy(v.raw(doc)).into_owned();
+            if t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) {
+                let x: f64 = t.parse().expect("a JSON number parses as f64");
+                Page::Num(x, sig(&t))
+            } else {
+                Page::Absent
+            }
+        }
+        Kind::Str => {
+            let s = decode_str(v.contents(doc));
+            if s.len() > 64 {
+                return Page::NotANumber;
+            }
+            let t = s.trim_matches([' ', '\t', '\n', '\r', '\x0c']);
+            let b = t.as_bytes();
+            let underscores_ok = b.iter().enumerate().all(|(i, &c)| {
+                c != b'_'
+                    || (i > 0
+                        && b.get(i - 1).is_some_and(u8::is_ascii_digit)
+                        && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+            });
+            let clean: String = t.chars().filter(|&c| c != '_').collect();
+            let chars_ok = clean
+                .bytes()
+                .all(|c| c.is_ascii_digit() || b"+-.eE".contains(&c));
+            match clean.parse::<f64>() {
+                Ok(x) if underscores_ok && chars_ok => Page::Num(x, sig(&clean)),
+                _ => Page::NotANumber,
+            }
+        }
+        _ => Page::Absent,
+    }
+}
+
+/// A `tools/call` line's page size as a server reads it (the last of each
+/// member): the tool, what its page-size argument (named by `param_of`
+/// the tool) gives, and how many `params` and `arguments` the line has.
+/// `None` if the line is not a call to a tool that has a page size.
+pub fn call_page(
+    line: &[u8],
+    param_of: impl Fn(&str) -> Option<&'static str>,
+) -> Option<(String, Page, usize, usize)> {
+    let tree = parse(line);
+    let (method, _) = last_decoded(&tree, line, "method");
+    if !method.is_some_and(|m| m.is_str() && decode_str(m.contents(line)) == "tools/call") {
+        return None;
+    }
+    let (params, np) = last_decoded(&tree, line, "params");
+    let params = params.filter(|p| p.members().is_some())?;
+    let (name, _) = last_decoded(params, line, "name");
+    let name = name.filter(|n| n.is_str())?;
+    let tool = decode_str(name.contents(line));
+    let param = param_of(&tool)?;
+    let (args, na) = last_decoded(params, line, "arguments");
+    let page = match args.filter(|a| a.members().is_some()) {
+        Some(a) => match last_decoded(a, line, param).0 {
+            Some(v) => read_page(line, v),
+            None => Page::Absent,
+        },
+        None => Page::Absent,
+    };
+    Some((tool, page, np, na))
+}
+
+/// The page-size contract with [`GUARD_INVENTORY`], against an oracle of its
+/// own ([`page_rule`], [`read_page`]) on a valid line that a server reads as
+/// a `tools/call`: the page size the server reads from what the gate sends
+/// is never above the maximum, nor a string that reads as no number; a
+/// clamp rewrites exactly the member the server reads, to the maximum (a
+/// string as a string), and no other byte; and where the line has one
+/// `params` and one `arguments`, a refusal for the page size is owed.
+/// The caps are the defaults: the target's own, drawn tiny, would refuse
+/// nearly every line before its page size is judged.
+pub fn check_pages(doc: &[u8], points: &[usize]) {
+    if doc.contains(&b'\n') || serde_verdict(doc) != Serde::Valid {
+        return;
+    }
+    let mut gate = RequestGate::new(ArgCaps::DEFAULT);
+    gate.set_inventory(Some(guard_inventory().clone()));
+    let mut sent = Vec::new();
+    for c in chunks(doc, points) {
+        let _ = gate.feed(c, |b| sent.extend_from_slice(b));
+    }
+    let fate = gate.end_line();
+    sent.extend_from_slice(gate.to_send());
+    let what = format!("split at {points:?}: {fate:?}, line {}", show(doc));
+    let server_page = |line: &[u8]| call_page(line, |t| page_rule(t).map(|r| r.0));
+    let Some((tool, page, np, na)) = server_page(doc) else {
+        return;
+    };
+    let Some((param, max, clamp)) = page_rule(&tool) else {
+        return;
+    };
+    // A value past 32 significant digits within a hair of the maximum may
+    // round otherwise in the guard (it keeps 32): not judged.
+    if let Page::Num(v, digits) = page {
+        if digits > 32 && (v - max).abs() <= max * 1e-9 {
+            return;
+        }
+    }
+    let above = matches!(page, Page::Num(v, _) if v > max);
+    let single = np == 1 && na == 1;
+    match &fate {
+        Fate::Forward { clamped } => {
+            let body = sent.strip_suffix(b"\n").unwrap_or(&sent);
+            let after = server_page(body).map(|(_, p, _, _)| p);
+            assert!(
+                !matches!(after, Some(Page::Num(v, _)) if v > max)
+                    && after != Some(Page::NotANumber),
+                "{what}: {param} {after:?} reached the server for {tool} (at most {max})"
+            );
+            match clamped {
+                None => assert_eq!(body, doc, "{what}: forwarded other bytes"),
+                Some(m) => {
+                    assert!(
+                        clamp && above,
+                        "{what}: clamped a page size that was {page:?}"
+                    );
+                    assert_eq!(*m as f64, max, "{what}: clamped to another value");
+                    // Exactly the member the server reads, rewritten.
+                    let tree = parse(doc);
+                    let params = last_decoded(&tree, doc, "params").0.expect("params");
+                    let args = last_decoded(params, doc, "arguments").0.expect("arguments");
+                    let v = last_decoded(args, doc, param).0.expect("the page size");
+                    let new = if v.is_str() {
+                        format!("\"{m}\"")
+                    } else {
+                        m.to_string()
+                    };
+                    let want = [
+                        doc.get(..v.span.start).unwrap_or(&[]),
+                        new.as_bytes(),
+                        doc.get(v.span.end..).unwrap_or(&[]),
+                    ]
+                    .concat();
+                    assert_eq!(
+                        show(body),
+                        show(&want),
+                        "{what}: the clamp changed other bytes"
+                    );
+                }
+            }
+        }
+        Fate::Dropped {
+            why:
+                Why::Refused(GuardVerdict::LimitTooHigh {
+                    param: p, max: m, ..
+                }),
+            ..
+        } if single => {
+            assert!(
+                above && !clamp && p == param && *m as f64 == max,
+                "{what}: refused {p} above {m}, but {param} is {page:?} (at most {max}, clamp {clamp})"
+            );
+        }
+        Fate::Dropped {
+            why: Why::Refused(GuardVerdict::LimitNotANumber { param: p, .. }),
+            ..
+        } if single => {
+            assert!(
+                page == Page::NotANumber && p == param,
+                "{what}: refused {p} as not a number, but {param} is {page:?}"
+            );
+        }
+        _ => {}
     }
 }
 
