@@ -155,7 +155,8 @@ pub enum GuardVerdict {
     /// A search tool was called without a non-empty query.
     MissingQuery { tool: String, params: Vec<String> },
     /// The page size (`limit`, or the row's own name for it) above the
-    /// maximum; `limit` is its text as written (see [`crate::page_size`]).
+    /// maximum; `limit` is its text as written (`specs/request-guard.md`,
+    /// "Page sizes").
     LimitTooHigh {
         tool: String,
         param: String,
