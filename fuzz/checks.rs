@@ -3345,29 +3345,20 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
 /// a value a server might read as a page size, or not.
 fn page_args(g: &mut Gen) {
     let n = 1 + g.pick(6) as usize;
-    g.out.push(b'{');
-    for i in 0..n {
-        if i > 0 {
-            g.out.push(b',');
-            g.sp();
-        }
-        let k: &[u8] = match g.pick(10) {
-            0..=2 => b"\"limit\"",
-            3 | 4 => b"\"count\"",
-            5 => b"\"\\u006cimit\"",
-            6 => b"\"co\\u0075nt\"",
-            7 => b"\"term\"",
-            8 => b"\"q\"",
-            _ => b"\"cursor\"",
+    let mut members: Vec<Member<'_, '_>> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let k = match g.pick(10) {
+            0..=2 => "limit",
+            3 | 4 => "count",
+            5 => "\\u006cimit",
+            6 => "co\\u0075nt",
+            7 => "term",
+            8 => "q",
+            _ => "cursor",
         };
-        g.put(k);
-        g.sp();
-        g.out.push(b':');
-        g.sp();
-        page_value(g);
-        g.sp();
+        members.push((k, Box::new(page_value)));
     }
-    g.out.push(b'}');
+    g.members(members);
 }
 
 /// A value for a page-size argument: numbers near and far from the rows'

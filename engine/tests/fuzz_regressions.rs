@@ -100,7 +100,8 @@ fn replay_dir_from_env() {
 /// than the saved seeds: among them, that the facts the guard reads for the
 /// proxy (method, id, tool name, …) equal its slow twin's, a `Walker` that
 /// reads only those (`checks::walker_facts`), whole, split, and once the guard
-/// is told a line is not a call.
+/// is told a line is not a call; and, on about a tenth of the calls, the
+/// page-size contract against its oracle (`checks::check_pages`).
 #[test]
 fn guard_checks_on_generated_lines() {
     std::thread::Builder::new()
@@ -113,7 +114,7 @@ fn guard_checks_on_generated_lines() {
                 x ^= x << 17;
                 x
             };
-            let mut seen_call = 0;
+            let (mut seen_call, mut seen_page) = (0, 0);
             for _ in 0..10_000 {
                 let n = 40 + (next() % 400) as usize;
                 let data: Vec<u8> = (0..n).map(|_| next() as u8).collect();
@@ -121,11 +122,16 @@ fn guard_checks_on_generated_lines() {
                 let line = checks::describe("guard", &data);
                 if line.contains("tools/call") {
                     seen_call += 1;
+                    // Only the page-size arguments are named `count`.
+                    if line.contains("\"count\"") || line.contains("co\\u0075nt") {
+                        seen_page += 1;
+                    }
                 }
             }
             // About a sixth of the lines name tools/call (half the inputs are
-            // raw bytes): the sweep reached the calls.
+            // raw bytes): the sweep reached the calls, and page sizes.
             assert!(seen_call > 1_000, "only {seen_call} calls generated");
+            assert!(seen_page > 100, "only {seen_page} calls with page sizes");
         })
         .expect("spawn")
         .join()
