@@ -100,8 +100,9 @@ fn replay_dir_from_env() {
 /// than the saved seeds: among them, that the facts the guard reads for the
 /// proxy (method, id, tool name, …) equal its slow twin's, a `Walker` that
 /// reads only those (`checks::walker_facts`), whole, split, and once the guard
-/// is told a line is not a call; and, on about a tenth of the calls, the
-/// page-size contract against its oracle (`checks::check_pages`).
+/// is told a line is not a call; and the page-size contract against its
+/// oracle (`checks::check_pages`) on the calls that give page sizes (about a
+/// tenth) and run with the target's inventory (half of those).
 #[test]
 fn guard_checks_on_generated_lines() {
     std::thread::Builder::new()
