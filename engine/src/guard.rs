@@ -1054,7 +1054,12 @@ impl Guard {
                 self.expect = Expect::None;
                 let outside = key.as_slice();
                 match (depth, outside) {
-                    (1, b"params") => self.expect = Expect::Params,
+                    (1, b"params") => {
+                        // A server reads the last `params`: what an earlier
+                        // one's arguments gave the contract is gone.
+                        self.expect = Expect::Params;
+                        self.top.clear();
+                    }
                     (1, b"method") => self.expect = Expect::Method,
                     (1, b"id") => self.expect = Expect::Id,
                     (1, b"result" | b"error") => {
@@ -1064,7 +1069,9 @@ impl Guard {
                     }
                     (2, b"name") if self.params_open => self.expect = Expect::Name,
                     (2, b"arguments") if self.params_open && !self.facts_only => {
-                        self.expect = Expect::Args
+                        // And its last `arguments`, whatever it is.
+                        self.expect = Expect::Args;
+                        self.top.clear();
                     }
                     (2, b"_meta") if self.params_open => self.expect = Expect::Meta,
                     (2, b"requestId") if self.params_open => self.expect = Expect::RequestId,
@@ -1556,6 +1563,66 @@ mod tests {
                 .as_bytes(),
         );
         assert_eq!(g.top.pages.len(), 2, "{:?}", g.top.pages);
+    }
+
+    /// The contract judges the arguments the server reads: those of the last
+    /// `params`, its last `arguments`, whatever the earlier ones held, and
+    /// nothing when that last one has none or gives a scalar.
+    #[test]
+    fn the_contract_judges_the_last_params_and_arguments() {
+        use super::GuardVerdict;
+        let run = |line: &str, tool: &str| {
+            let mut out = Vec::new();
+            for piece in [line.len(), 1, 3] {
+                let mut g = Guard::default();
+                for c in line.as_bytes().chunks(piece) {
+                    g.feed(c);
+                }
+                out.push(g.finish(tool));
+            }
+            assert!(out.windows(2).all(|w| w[0] == w[1]), "{line}: {out:?}");
+            out.swap_remove(0)
+        };
+        let head = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","#;
+        for (rest, tool, missing) in [
+            // A later `params` without arguments: the search has no query.
+            (
+                r#""params":{"name":"search_docs","arguments":{"q":"x"}},"params":{"name":"search_docs"}}"#,
+                "search_docs",
+                true,
+            ),
+            // A later `arguments` that is no object: no query either.
+            (
+                r#""params":{"name":"search_docs","arguments":{"q":"x"},"arguments":"q"}}"#,
+                "search_docs",
+                true,
+            ),
+            (
+                r#""params":{"name":"search_docs","arguments":{"q":"x"},"arguments":7}}"#,
+                "search_docs",
+                true,
+            ),
+            (
+                r#""params":{"name":"search_docs","arguments":{}},"params":{"name":"search_docs","arguments":{"q":"x"}}}"#,
+                "search_docs",
+                false,
+            ),
+        ] {
+            let v = run(&format!("{head}{rest}"), tool);
+            assert_eq!(
+                matches!(v, Some(GuardVerdict::MissingQuery { .. })),
+                missing,
+                "{rest}: {v:?}"
+            );
+        }
+        // A page size or a query the server does not read is not judged.
+        for rest in [
+            r#""params":{"name":"list_docs","arguments":{"limit":500,"q":"x"}},"params":{"name":"list_docs"}}"#,
+            r#""params":{"name":"list_docs","arguments":{"limit":500,"q":"x"},"arguments":null}}"#,
+            r#""params":{"name":"list_docs","arguments":{"limit":500,"q":"x"}},"params":[]}"#,
+        ] {
+            assert_eq!(run(&format!("{head}{rest}"), "list_docs"), None, "{rest}");
+        }
     }
 
     /// A repeated query argument counts as the server reads it, by its last
