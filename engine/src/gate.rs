@@ -388,31 +388,11 @@ impl RequestGate {
                     let (a, b) = (c.start as usize, c.end as usize);
                     if a <= b && b <= self.held.len() {
                         // A string stays a string: the server reads it as before.
-                        let mut text = [0u8; 22];
-                        let mut n = text.len();
-                        let mut push = |b: u8| {
-                            // 22 bytes hold any u64 and its quotes.
-                            n = n.saturating_sub(1);
-                            if let Some(t) = text.get_mut(n) {
-                                *t = b;
-                            }
-                        };
-                        if c.quoted {
-                            push(b'"');
-                        }
-                        let mut v = c.max;
-                        loop {
-                            push(b'0' + (v % 10) as u8);
-                            v /= 10;
-                            if v == 0 {
-                                break;
-                            }
-                        }
-                        if c.quoted {
-                            push(b'"');
-                        }
-                        let new = text.get(n..).unwrap_or(&[]);
-                        self.held.splice(a..b, new.iter().copied());
+                        let quote: &[u8] = if c.quoted { b"\"" } else { b"" };
+                        let mut tmp = [0; 20];
+                        let digits = crate::record::u64_digits(c.max, &mut tmp);
+                        let new = quote.iter().chain(digits).chain(quote).copied();
+                        self.held.splice(a..b, new);
                         clamped = Some(c.max);
                     }
                 }

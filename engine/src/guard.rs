@@ -280,7 +280,7 @@ impl GuardVerdict {
                 // (`5e3`, `"500"`, a cut text) as the string it was.
                 e.extend_from_slice(b",\"limit\":");
                 match limit.parse::<u64>() {
-                    Ok(v) => e.extend_from_slice(v.to_string().as_bytes()),
+                    Ok(v) => crate::record::push_u64(&mut e, v),
                     Err(_) => push_json_string(&mut e, limit),
                 }
                 e.extend_from_slice(format!(",\"max\":{max}").as_bytes());
@@ -576,7 +576,7 @@ fn decode_page_string(raw: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
 /// More of a page size's string, as encoded: kept up to just past what
 /// [`Guard::page_string_end`] reads, so a long string costs nothing more.
 fn page_text(kept: &mut Vec<u8>, bytes: &[u8]) {
-    let room = (page_size::STRING_CAP * 6 + 1).saturating_sub(kept.len());
+    let room = (page_size::STRING_ENCODED_CAP + 1).saturating_sub(kept.len());
     kept.extend_from_slice(bytes.get(..room.min(bytes.len())).unwrap_or(&[]));
 }
 
@@ -1318,7 +1318,7 @@ impl Guard {
     /// A page size given as a string ended at `end`: read it.
     fn page_string_end(&mut self, p: PageOpen, end: u64) {
         let raw = self.page_str.as_slice();
-        let whole = raw.len() <= page_size::STRING_CAP * 6;
+        let whole = raw.len() <= page_size::STRING_ENCODED_CAP;
         let decoded = if whole {
             decode_page_string(raw)
         } else {

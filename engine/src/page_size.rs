@@ -29,6 +29,11 @@ pub const TEXT_CAP: usize = 32;
 /// Bytes of a string value read at most: a longer string is not a page size.
 pub const STRING_CAP: usize = 64;
 
+/// Encoded bytes of a string value kept: a string of at most [`STRING_CAP`]
+/// decoded bytes takes at most this many (a `\uXXXX` escape is six bytes
+/// for one to three decoded ones).
+pub const STRING_ENCODED_CAP: usize = STRING_CAP * 6;
+
 /// Where the reader is in `[+-]? digits [. digits] [e [+-] digits]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Part {
@@ -186,43 +191,20 @@ impl NumRead {
         let exp = if self.exp_neg { -self.exp } else { self.exp };
         // Past ±400 every reading of 32 digits is zero or infinite already.
         let e = (self.scale + exp).clamp(-1000, 1000);
+        // `DIGITS e[-]EXP`, on the stack.
         let mut buf = [0u8; SIG_DIGITS + 8];
         let mut n = 0;
-        for &d in digits {
-            if let Some(slot) = buf.get_mut(n) {
-                *slot = d;
-                n += 1;
+        let mut put = |bytes: &[u8]| {
+            for &b in bytes {
+                if let Some(slot) = buf.get_mut(n) {
+                    *slot = b;
+                    n += 1;
+                }
             }
-        }
-        if let Some(slot) = buf.get_mut(n) {
-            *slot = b'e';
-            n += 1;
-        }
-        let mut exp_text = [0u8; 6];
-        let mut k = 0;
-        let mut m = e.unsigned_abs();
-        loop {
-            if let Some(slot) = exp_text.get_mut(k) {
-                *slot = b'0' + (m % 10) as u8;
-                k += 1;
-            }
-            m /= 10;
-            if m == 0 {
-                break;
-            }
-        }
-        if e < 0 {
-            if let Some(slot) = buf.get_mut(n) {
-                *slot = b'-';
-                n += 1;
-            }
-        }
-        for i in (0..k).rev() {
-            if let (Some(slot), Some(&d)) = (buf.get_mut(n), exp_text.get(i)) {
-                *slot = d;
-                n += 1;
-            }
-        }
+        };
+        put(digits);
+        put(if e < 0 { b"e-" } else { b"e" });
+        put(crate::record::u64_digits(e.unsigned_abs(), &mut [0; 20]));
         let text = std::str::from_utf8(buf.get(..n)?).ok()?;
         text.parse::<f64>().ok().map(|v| sign * v)
     }
