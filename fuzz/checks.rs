@@ -1298,11 +1298,8 @@ pub fn proxy_one(data: &[u8]) {
                 };
                 if let Some((tool, page, _, _)) = call_page(l, |t| max_of(t).map(|_| "limit")) {
                     let max: f64 = max_of(&tool).unwrap_or(f64::INFINITY);
-                    let near =
-                        matches!(page, Page::Num(v, d) if d > 32 && (v - max).abs() <= max * 1e-9);
                     assert!(
-                        near || !(matches!(page, Page::Num(v, _) if v > max)
-                            || page == Page::NotANumber),
+                        page.undecided(max) || !page.breaks(max),
                         "a call's page size {page:?} (at most {max}) reached the server: {}",
                         squash(l)
                     );
@@ -3802,6 +3799,20 @@ pub enum Page {
     NotANumber,
 }
 
+impl Page {
+    /// What no server may read as a page size of at most `max`: a value
+    /// above it, or a string that reads as no number.
+    pub fn breaks(self, max: f64) -> bool {
+        matches!(self, Page::Num(v, _) if v > max) || self == Page::NotANumber
+    }
+
+    /// A value past 32 significant digits within a billionth of `max`: the
+    /// guard keeps 32 digits and may round it otherwise, so it is not judged.
+    pub fn undecided(self, max: f64) -> bool {
+        matches!(self, Page::Num(v, d) if d > 32 && (v - max).abs() <= max * 1e-9)
+    }
+}
+
 /// The oracle's reading of a page size: a number by Rust's float parser on
 /// its text; a string, when its decoded text (at most 64 bytes) without
 /// ASCII whitespace around it is, once underscores standing between two
@@ -3911,12 +3922,8 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
     let Some((param, max, clamp)) = page_rule(&tool) else {
         return;
     };
-    // A value past 32 significant digits within a hair of the maximum may
-    // round otherwise in the guard (it keeps 32): not judged.
-    if let Page::Num(v, digits) = page {
-        if digits > 32 && (v - max).abs() <= max * 1e-9 {
-            return;
-        }
+    if page.undecided(max) {
+        return;
     }
     let above = matches!(page, Page::Num(v, _) if v > max);
     let single = np == 1 && na == 1;
@@ -3925,8 +3932,7 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
             let body = sent.strip_suffix(b"\n").unwrap_or(&sent);
             let after = server_page(body).map(|(_, p, _, _)| p);
             assert!(
-                !matches!(after, Some(Page::Num(v, _)) if v > max)
-                    && after != Some(Page::NotANumber),
+                !after.is_some_and(|p| p.breaks(max)),
                 "{what}: {param} {after:?} reached the server for {tool} (at most {max})"
             );
             match clamped {
