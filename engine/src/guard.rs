@@ -242,7 +242,14 @@ impl GuardVerdict {
             out.extend_from_slice(b"\"resultType\":\"complete\",");
         }
         out.extend_from_slice(b"\"_meta\":{\"resultbudget/refusal\":{\"reason\":");
-        let (reason, extra) = match self {
+        // Each reason, then its fields, written in place.
+        let field = |out: &mut Vec<u8>, key: &[u8], value: &str| {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(key);
+            out.extend_from_slice(b"\":");
+            push_json_string(out, value);
+        };
+        match self {
             GuardVerdict::Cap {
                 cap,
                 pointer,
@@ -250,56 +257,45 @@ impl GuardVerdict {
                 size,
                 ..
             } => {
-                let mut e = Vec::new();
-                e.extend_from_slice(b",\"cap\":");
-                push_json_string(&mut e, cap);
-                e.extend_from_slice(b",\"pointer\":");
-                push_json_string(&mut e, pointer);
-                e.extend_from_slice(format!(",\"limit\":{limit},\"size\":{size}").as_bytes());
-                ("argument_cap", e)
+                push_json_string(out, "argument_cap");
+                field(out, b"cap", cap);
+                field(out, b"pointer", pointer);
+                out.extend_from_slice(format!(",\"limit\":{limit},\"size\":{size}").as_bytes());
             }
             GuardVerdict::QueryOnList { arg, twin, .. } => {
-                let mut e = Vec::new();
-                e.extend_from_slice(b",\"argument\":");
-                push_json_string(&mut e, arg);
-                e.extend_from_slice(b",\"search_tool\":");
+                push_json_string(out, "query_on_list_tool");
+                field(out, b"argument", arg);
                 match twin {
-                    Some(t) => push_json_string(&mut e, t),
-                    None => e.extend_from_slice(b"null"),
+                    Some(t) => field(out, b"search_tool", t),
+                    None => out.extend_from_slice(b",\"search_tool\":null"),
                 }
-                ("query_on_list_tool", e)
             }
-            GuardVerdict::MissingQuery { .. } => ("search_without_query", Vec::new()),
+            GuardVerdict::MissingQuery { .. } => push_json_string(out, "search_without_query"),
             GuardVerdict::LimitTooHigh {
                 param, limit, max, ..
             } => {
-                let mut e = Vec::new();
-                e.extend_from_slice(b",\"param\":");
-                push_json_string(&mut e, param);
+                push_json_string(out, "limit_above_max");
+                field(out, b"param", param);
                 // A whole number as a number, as before; any other spelling
                 // (`5e3`, `"500"`, a cut text) as the string it was.
-                e.extend_from_slice(b",\"limit\":");
                 match limit.parse::<u64>() {
-                    Ok(v) => crate::record::push_u64(&mut e, v),
-                    Err(_) => push_json_string(&mut e, limit),
+                    Ok(v) => {
+                        out.extend_from_slice(b",\"limit\":");
+                        crate::record::push_u64(out, v);
+                    }
+                    Err(_) => field(out, b"limit", limit),
                 }
-                e.extend_from_slice(format!(",\"max\":{max}").as_bytes());
-                ("limit_above_max", e)
+                out.extend_from_slice(format!(",\"max\":{max}").as_bytes());
             }
             GuardVerdict::LimitNotANumber {
                 param, value, max, ..
             } => {
-                let mut e = Vec::new();
-                e.extend_from_slice(b",\"param\":");
-                push_json_string(&mut e, param);
-                e.extend_from_slice(b",\"value\":");
-                push_json_string(&mut e, value);
-                e.extend_from_slice(format!(",\"max\":{max}").as_bytes());
-                ("limit_not_a_number", e)
+                push_json_string(out, "limit_not_a_number");
+                field(out, b"param", param);
+                field(out, b"value", value);
+                out.extend_from_slice(format!(",\"max\":{max}").as_bytes());
             }
-        };
-        push_json_string(out, reason);
-        out.extend_from_slice(&extra);
+        }
         out.extend_from_slice(b"}}}}");
     }
 }
