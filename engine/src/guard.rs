@@ -152,7 +152,8 @@ pub enum GuardVerdict {
         arg: String,
         twin: Option<String>,
     },
-    /// A search tool was called without a non-empty query.
+    /// A search tool was called without a query: none of its query
+    /// arguments is a string with more than whitespace in it.
     MissingQuery { tool: String, params: Vec<String> },
     /// The page size (`limit`, or the row's own name for it) above the
     /// maximum; `limit` is its text as written (`specs/request-guard.md`,
@@ -218,7 +219,7 @@ impl GuardVerdict {
                 )
             }
             GuardVerdict::MissingQuery { tool, params } => format!(
-                "resultbudget refused this call: {tool} is a search tool and needs a non-empty query ({}). To browse without a query, use the matching list tool. Nothing was sent.",
+                "resultbudget refused this call: {tool} is a search tool and needs a query that is not blank ({}). To browse without a query, use the matching list tool. Nothing was sent.",
                 params.join(" or ")
             ),
             GuardVerdict::LimitTooHigh { tool, param, limit, max } => format!(
@@ -435,7 +436,7 @@ impl RequestFacts {
 #[derive(Debug, Clone, Default)]
 struct TopArg {
     /// Query-like argument names present, each once, with whether its last
-    /// value was a non-empty string: the first `nq` entries (the names'
+    /// value was a string that is not blank: the first `nq` entries (the names'
     /// buffers are reused).
     queries: Vec<(Vec<u8>, bool)>,
     nq: usize,
@@ -527,11 +528,18 @@ pub struct Guard {
     /// Names a top-level argument gives a page size by: `limit` and each
     /// inventory row's own.
     page_names: Vec<Vec<u8>>,
+    /// Names a top-level argument gives a query by: [`QUERY_NAMES`] and each
+    /// inventory row's own. Every one is noted whatever the tool, which the
+    /// line may name after its arguments; the contract picks the tool's.
+    query_names: Vec<Vec<u8>>,
     /// The page size being read, if the value in progress is one.
     page: Option<PageOpen>,
     page_num: NumRead,
     /// A page size given as a string: its encoded contents, up to a cap.
     page_str: Vec<u8>,
+    /// The top-level argument being read is query-like: whether its string,
+    /// so far, is blank.
+    query: Option<Blank>,
     early: Option<GuardVerdict>,
     /// Told by [`Guard::not_a_call`]: only the facts are read from here on.
     facts_only: bool,
@@ -554,6 +562,85 @@ const QUERY_NAMES: [&str; 3] = ["q", "query", "search"];
 /// comparing its text (a name that is not UTF-8 is none of them).
 fn is_query_name(key: &[u8]) -> bool {
     QUERY_NAMES.iter().any(|q| q.as_bytes() == key)
+}
+
+/// Whether a character is blank in a query: whitespace as Python's
+/// `str.strip()` or JavaScript's `String.prototype.trim()` removes it (the
+/// Unicode White_Space characters, U+001C to U+001F, and U+FEFF).
+fn blank_char(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '\u{1c}'..='\u{1f}' | '\u{feff}')
+}
+
+/// Whether a string value, fed as its encoded contents in any pieces, is
+/// blank: empty or only [`blank_char`]s, its escapes decoded. A server that
+/// trims its query reads a blank one as no query. A unit (an escape, a UTF-8
+/// sequence) split between pieces is held until it is whole; nothing is read
+/// once a character is not blank, so a long query costs its first character.
+#[derive(Debug, Clone, Copy)]
+struct Blank {
+    blank: bool,
+    unit: [u8; 6],
+    held: u8,
+}
+
+impl Blank {
+    const fn new() -> Blank {
+        Blank {
+            blank: true,
+            unit: [0; 6],
+            held: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if !self.blank {
+                return;
+            }
+            if self.held == 0 {
+                match b {
+                    b' ' => continue,
+                    b'\\' | 0x80.. => {}
+                    _ => {
+                        self.blank = false;
+                        return;
+                    }
+                }
+            }
+            if let Some(slot) = self.unit.get_mut(self.held as usize) {
+                *slot = b;
+                self.held += 1;
+            }
+            let unit = self.unit.get(..self.held as usize).unwrap_or(&[]);
+            let need = match unit {
+                [b'\\'] => continue,
+                [b'\\', b'u', ..] => 6,
+                [b'\\', _] => 2,
+                [0xc0..=0xdf, ..] => 2,
+                [0xe0..=0xef, ..] => 3,
+                [0xf0..=0xf7, ..] => 4,
+                _ => 1,
+            };
+            if unit.len() < need {
+                continue;
+            }
+            let c = match unit {
+                [b'\\', b't'] => Some('\t'),
+                [b'\\', b'n'] => Some('\n'),
+                [b'\\', b'r'] => Some('\r'),
+                [b'\\', b'f'] => Some('\u{c}'),
+                [b'\\', b'u', hex @ ..] => std::str::from_utf8(hex)
+                    .ok()
+                    .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    .and_then(char::from_u32),
+                _ => std::str::from_utf8(unit)
+                    .ok()
+                    .and_then(|s| s.chars().next()),
+            };
+            self.blank = c.is_some_and(blank_char);
+            self.held = 0;
+        }
+    }
 }
 
 /// A page size's string contents as the server reads them, if they decode.
@@ -610,9 +697,11 @@ impl Guard {
             key: Vec::new(),
             num_start: None,
             page_names: vec![b"limit".to_vec()],
+            query_names: QUERY_NAMES.iter().map(|q| q.as_bytes().to_vec()).collect(),
             page: None,
             page_num: NumRead::new(),
             page_str: Vec::new(),
+            query: None,
             early: None,
             facts_only: false,
             facts: RequestFacts::default(),
@@ -634,11 +723,17 @@ impl Guard {
 
     pub fn set_inventory(&mut self, inv: Option<Inventory>) {
         self.page_names = vec![b"limit".to_vec()];
+        self.query_names = QUERY_NAMES.iter().map(|q| q.as_bytes().to_vec()).collect();
         for r in inv.iter().flat_map(|i| &i.rows) {
             if let Some(l) = &r.limit {
                 let p = l.param.as_bytes();
                 if !self.page_names.iter().any(|n| n == p) {
                     self.page_names.push(p.to_vec());
+                }
+            }
+            for q in &r.query_params {
+                if !self.query_names.iter().any(|n| n == q.as_bytes()) {
+                    self.query_names.push(q.as_bytes().to_vec());
                 }
             }
         }
@@ -669,6 +764,7 @@ impl Guard {
         self.top_key.clear();
         self.num_start = None;
         self.page = None;
+        self.query = None;
         self.early = None;
         self.facts_only = false;
         self.facts.clear();
@@ -1194,6 +1290,9 @@ impl Guard {
                     if self.page.is_some() {
                         page_text(&mut self.page_str, chunk.get(a..b).unwrap_or(&[]));
                     }
+                    if let Some(q) = self.query.as_mut().filter(|_| self.frames.len() == 1) {
+                        q.push(chunk.get(a..b).unwrap_or(&[]));
+                    }
                 }
             }
             Tok::StrEnd => {
@@ -1218,7 +1317,7 @@ impl Guard {
                     self.note(M::StrBytes, len);
                     self.note(M::StrChars, self.lex.string_chars());
                     if self.frames.len() == 1 {
-                        self.top_string(len);
+                        self.top_string();
                     }
                     if let Some(p) = self.page.take() {
                         self.page_string_end(p, self.lex.offset_at(pos));
@@ -1282,8 +1381,13 @@ impl Guard {
                     self.name.extend_from_slice(self.lex.held());
                 } else if self.modern_capture {
                     self.modern = true;
-                } else if self.page.is_some() && in_args {
-                    page_text(&mut self.page_str, self.lex.held());
+                } else if in_args {
+                    if self.page.is_some() {
+                        page_text(&mut self.page_str, self.lex.held());
+                    }
+                    if let Some(q) = self.query.as_mut().filter(|_| self.frames.len() == 1) {
+                        q.push(self.lex.held());
+                    }
                 }
             }
             Tok::StrBegin { key: true } | Tok::Skipped(_) | Tok::NeedMore | Tok::Eof => {}
@@ -1349,25 +1453,22 @@ impl Guard {
         self.set_page(p.slot, read);
     }
 
-    fn top_string(&mut self, len: u64) {
-        if self.top_is_query() {
-            self.note_query(len > 0);
+    /// A top-level string ended: a query-like argument's counts as given
+    /// if it is not blank (`" "` and `"\\t"` are no query).
+    fn top_string(&mut self) {
+        if let Some(q) = self.query.take() {
+            self.note_query(!q.blank);
         }
     }
 
     /// Whether the top-level argument being read is query-like: one of the
-    /// usual names, by its bytes, or (read as text, only where an inventory
-    /// row names query parameters of its own) one of its row's.
+    /// usual names or of any inventory row's own, by its bytes.
     fn top_is_query(&self) -> bool {
-        is_query_name(&self.top_key)
-            || self.row().is_some_and(|r| {
-                let k = String::from_utf8_lossy(&self.top_key);
-                r.query_params.iter().any(|q| *q == k)
-            })
+        self.query_names.contains(&self.top_key)
     }
 
     /// The top-level argument being read is query-like; `nonempty`: its
-    /// value is a non-empty string. A server's JSON reader keeps the last of
+    /// value is a string that is not blank. A server's JSON reader keeps the last of
     /// a repeated member, so a name seen again takes its new value's flag:
     /// `{"q":"x","q":""}` gives a search tool an empty query. One entry per
     /// name, however often a line repeats it.
@@ -1401,8 +1502,12 @@ impl Guard {
             } else if self.frames.len() == 1 {
                 // Any top-level value: a query-like name counts as present,
                 // and as empty until a string says otherwise (`top_string`).
-                if self.top_key != b"limit" && self.top_is_query() {
-                    self.note_query(false);
+                self.query = None;
+                if self.top_is_query() {
+                    if self.top_key != b"limit" {
+                        self.note_query(false);
+                    }
+                    self.query = Some(Blank::new());
                 }
                 // A page size's is read if it is a number or a string.
                 self.page = self.page_slot().map(|slot| PageOpen {
@@ -1621,6 +1726,59 @@ mod tests {
         }
     }
 
+    /// A query that is only whitespace, as a server that trims it reads it,
+    /// is no query: its escapes decoded, split anywhere.
+    #[test]
+    fn a_blank_query_is_no_query() {
+        use super::GuardVerdict;
+        let missing = |args: &str| {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"search_docs","arguments":{args}}}}}"#
+            );
+            let mut out = Vec::new();
+            for piece in 1..=line.len() {
+                let mut g = Guard::default();
+                for c in line.as_bytes().chunks(piece) {
+                    g.feed(c);
+                }
+                out.push(matches!(
+                    g.finish("search_docs"),
+                    Some(GuardVerdict::MissingQuery { .. })
+                ));
+            }
+            assert!(out.windows(2).all(|w| w[0] == w[1]), "{args}: {out:?}");
+            out[0]
+        };
+        for args in [
+            r#"{"q":""}"#,
+            r#"{"q":" "}"#,
+            r#"{"q":"   \t\n\r\f"}"#,
+            r#"{"q":"\u0020\u00a0\u3000\ufeff\u001c\u000b\u0085"}"#,
+            "{\"q\":\" \u{a0}\u{2003}\u{2028}\u{3000}\u{feff} \"}",
+            r#"{"query":" ","q":"\t"}"#,
+            r#"{"q":"x","q":"  "}"#,
+        ] {
+            assert!(missing(args), "{args} is a query");
+        }
+        for args in [
+            r#"{"q":"x"}"#,
+            r#"{"q":" x "}"#,
+            r#"{"q":"\b"}"#,
+            r#"{"q":"\u0000"}"#,
+            r#"{"q":"\u200b"}"#,
+            r#"{"q":"\ud83d\ude00"}"#,
+            r#"{"q":"\\"}"#,
+            r#"{"q":"\/"}"#,
+            r#"{"q":"\""}"#,
+            "{\"q\":\" \u{e9}\"}",
+            "{\"q\":\"\u{1f600}\"}",
+            r#"{"q":"  ","query":"\u0041"}"#,
+            r#"{"q":"  ","q":"a"}"#,
+        ] {
+            assert!(!missing(args), "{args} is no query");
+        }
+    }
+
     /// A repeated query argument counts as the server reads it, by its last
     /// value; and however often a line repeats it, the guard keeps it once.
     #[test]
@@ -1667,23 +1825,31 @@ mod tests {
                "structured_content_policy":"none","query_params":["term"]}]}"#,
         )
         .expect("inventory");
+        // Before or after the name: a server reads the arguments whole, in any
+        // order (earlier builds noted a row's own query parameter only when
+        // the name came first, and refused `{"arguments":{"term":"x"},
+        // "name":"find"}` as without a query).
         for (args, refused) in [
             (r#"{"term":"x","term":5}"#, true),
             (r#"{"term":"x","term":{}}"#, true),
+            (r#"{"term":" ","q":"x"}"#, true),
             (r#"{"term":5,"term":"x"}"#, false),
             (r#"{"term":"x"}"#, false),
         ] {
-            let line = format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"find","arguments":{args}}}}}"#
-            );
-            for piece in [line.len(), 1, 5] {
-                let mut g = Guard::default();
-                g.set_inventory(Some(inv.clone()));
-                for c in line.as_bytes().chunks(piece) {
-                    g.feed(c);
+            let head = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"#;
+            for line in [
+                format!(r#"{head}{{"name":"find","arguments":{args}}}}}"#),
+                format!(r#"{head}{{"arguments":{args},"name":"find"}}}}"#),
+            ] {
+                for piece in [line.len(), 1, 5] {
+                    let mut g = Guard::default();
+                    g.set_inventory(Some(inv.clone()));
+                    for c in line.as_bytes().chunks(piece) {
+                        g.feed(c);
+                    }
+                    let v = g.finish("find");
+                    assert_eq!(missing(&v), refused, "{line} in {piece}s: {v:?}");
                 }
-                let v = g.finish("find");
-                assert_eq!(missing(&v), refused, "{args} in {piece}s: {v:?}");
             }
         }
     }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 pub enum Class {
     /// A browse page (`list_*`): no query arguments.
     List,
-    /// A lookup (`search_*`): a non-empty query is required.
+    /// A lookup (`search_*`): a query that is not blank is required.
     Search,
     /// Discovery surfaces (like list for limits).
     Discovery,

@@ -1024,6 +1024,14 @@ fn guard_refuses_bad_calls_before_the_server_sees_them() {
         r["result"]["_meta"]["resultbudget/refusal"]["reason"],
         "search_without_query"
     );
+    // A blank query is no query either: whitespace, escaped or not.
+    for (i, q) in [" ", " \t\n", "\u{3000}\u{a0}"].iter().enumerate() {
+        let r = s.call(305 + i as i64, "search_things", json!({ "query": *q }));
+        assert_eq!(
+            r["result"]["_meta"]["resultbudget/refusal"]["reason"], "search_without_query",
+            "{q:?}: {r}"
+        );
+    }
     let r = s.call(302, "search_things", json!({}));
     assert_eq!(
         r["result"]["_meta"]["resultbudget/refusal"]["reason"],
@@ -1044,6 +1052,9 @@ fn guard_refuses_bad_calls_before_the_server_sees_them() {
     assert_eq!(text_of(&r), "100 things");
     let r = s.call(402, "search_things", json!({"query": "needle", "limit": 5}));
     assert_eq!(text_of(&r), "things matching needle");
+    // Whitespace around a query is the query's own business.
+    let r = s.call(403, "search_things", json!({"query": " needle\t"}));
+    assert_eq!(text_of(&r), "things matching  needle\t");
     let _ = s.wait(20);
     // The server's own log: only the valid calls reached it.
     let seen = std::fs::read_to_string(&log).unwrap();
@@ -1053,7 +1064,8 @@ fn guard_refuses_bad_calls_before_the_server_sees_them() {
         [
             "store 300",
             "list_things limit=100",
-            "search_things query='needle' limit=5"
+            "search_things query='needle' limit=5",
+            "search_things query=' needle\\t' limit=20"
         ],
         "{seen}"
     );
