@@ -1278,7 +1278,8 @@ pub fn proxy_one(data: &[u8]) {
             );
             // And a search tool's (`search_…` by its name, `find` by its row,
             // whose query parameter is `q`) gives one of its query parameters
-            // as a non-empty string: the last of a repeated one, as read.
+            // as a string that is not blank: the last of a repeated one, as
+            // read.
             let params: &[&str] = if tool.starts_with("search_") {
                 &["q", "query", "search"]
             } else if cfg.inventory && tool == "find" {
@@ -1311,7 +1312,7 @@ pub fn proxy_one(data: &[u8]) {
                     params.iter().any(|q| {
                         a.get(*q)
                             .and_then(Value::as_str)
-                            .is_some_and(|s| !s.is_empty())
+                            .is_some_and(|s| !blank_query(s))
                     })
                 });
                 assert!(
@@ -3344,18 +3345,139 @@ fn page_args(g: &mut Gen) {
     let n = 1 + g.pick(6) as usize;
     let mut members: Vec<Member<'_, '_>> = Vec::with_capacity(n);
     for _ in 0..n {
-        let k = match g.pick(10) {
+        let k = match g.pick(13) {
             0..=2 => "limit",
             3 | 4 => "count",
             5 => "\\u006cimit",
             6 => "co\\u0075nt",
             7 => "term",
             8 => "q",
+            9 => "query",
+            10 => "\\u0071",
+            11 => "search",
             _ => "cursor",
         };
-        members.push((k, Box::new(page_value)));
+        let query = matches!(k, "term" | "q" | "query" | "\\u0071" | "search");
+        if query && g.pick(4) != 0 {
+            members.push((k, Box::new(query_value)));
+        } else {
+            members.push((k, Box::new(page_value)));
+        }
     }
     g.members(members);
+}
+
+/// A value for a query argument: strings of whitespace (blank) in every
+/// spelling, now and then with one character that is not, or that no trim
+/// removes; or any value.
+fn query_value(g: &mut Gen) {
+    const BLANK: &[&str] = &[
+        " ", "\\t", "\\n", "\\r", "\\f", "\\u0020", "\\u00a0", "\\u3000", "\\uFEFF", "\\u001c",
+        "\\u001F", "\\u000b", "\\u0085", "\\u2029", "\u{a0}", "\u{85}", "\u{2003}", "\u{2028}",
+        "\u{3000}", "\u{feff}", "\u{1680}",
+    ];
+    const OTHER: &[&str] = &[
+        "x",
+        "\\b",
+        "\\u0000",
+        "\\u200b",
+        "\u{200b}",
+        "\\ud83d\\ude00",
+        "\u{e9}",
+        "\\u0041",
+        "\\\\",
+        "\\/",
+        "\\\"",
+        "\u{180e}",
+        "\\u180e",
+        "\u{1f600}",
+    ];
+    match g.pick(8) {
+        0..=4 => {
+            let n = g.pick(5) as usize;
+            let other = (g.pick(3) == 0).then(|| g.pick(n as u8 + 1) as usize);
+            g.out.push(b'"');
+            for i in 0..=n {
+                if other == Some(i) {
+                    let o = OTHER[g.pick(OTHER.len() as u8) as usize];
+                    g.put(o.as_bytes());
+                }
+                if i < n {
+                    let b = BLANK[g.pick(BLANK.len() as u8) as usize];
+                    g.put(b.as_bytes());
+                }
+            }
+            g.out.push(b'"');
+        }
+        5 => g.string(),
+        6 => page_value(g),
+        _ => g.value(1),
+    }
+}
+
+/// Whether a query is blank as the spec reads it: only characters Python's
+/// `str.strip()` or JavaScript's `trim()` removes, listed here by code point
+/// apart from the guard's own test.
+pub fn blank_query(s: &str) -> bool {
+    s.chars().all(|c| {
+        matches!(
+            c as u32,
+            0x09..=0x0d
+                | 0x1c..=0x20
+                | 0x85
+                | 0xa0
+                | 0x1680
+                | 0x2000..=0x200a
+                | 0x2028
+                | 0x2029
+                | 0x202f
+                | 0x205f
+                | 0x3000
+                | 0xfeff
+        )
+    })
+}
+
+/// The list and search contract's query rule on the guard's verdict for a
+/// search tool (`search_…` by name; `find` by [`GUARD_INVENTORY`]'s row,
+/// whose query parameter is `term`): refused as without a query exactly
+/// when no query parameter of the arguments the server reads (the last
+/// `params`, its last `arguments`, the last member of each name) is a string
+/// that is not blank.
+pub fn check_queries(doc: &[u8], tool: &str, inventory: bool, verdict: &Option<GuardVerdict>) {
+    let params: &[&str] = match tool {
+        t if t.starts_with("search_") => &["q", "query", "search"],
+        "find" if inventory => &["term"],
+        _ => return,
+    };
+    let judged = matches!(
+        verdict,
+        None | Some(
+            GuardVerdict::MissingQuery { .. }
+                | GuardVerdict::LimitTooHigh { .. }
+                | GuardVerdict::LimitNotANumber { .. }
+        )
+    );
+    if !judged || serde_verdict(doc) != Serde::Valid {
+        return;
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(doc) else {
+        return;
+    };
+    let given = v["params"]["arguments"].as_object().is_some_and(|a| {
+        params.iter().any(|q| {
+            a.get(*q)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !blank_query(s))
+        })
+    });
+    let missing = matches!(verdict, Some(GuardVerdict::MissingQuery { .. }));
+    assert_eq!(
+        missing,
+        !given,
+        "{tool} (query parameters {params:?}): verdict {verdict:?}, line {}",
+        show(doc)
+    );
 }
 
 /// A value for a page-size argument: numbers near and far from the rows'
@@ -3610,6 +3732,12 @@ pub fn measure(doc: &[u8], args: &Node) -> ArgMeasure {
     m
 }
 
+/// The line the guard target makes of `data`.
+pub fn guard_line(data: &[u8]) -> Vec<u8> {
+    let (cfg, body): (GuardCfg, _) = header(data);
+    guard_doc(&cfg, body)
+}
+
 pub fn guard_one(data: &[u8]) {
     let (cfg, body): (GuardCfg, _) = header(data);
     let doc = guard_doc(&cfg, body);
@@ -3663,6 +3791,7 @@ pub fn guard_one(data: &[u8]) {
     );
     check_guard(&doc, caps, &whole);
     check_guard(&doc, caps, &split);
+    check_queries(&doc, tool, cfg.inventory, &whole.verdict);
     check_gate(&doc, caps, &points);
     if cfg.inventory {
         check_pages(&doc, &points);

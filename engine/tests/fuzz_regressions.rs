@@ -102,7 +102,9 @@ fn replay_dir_from_env() {
 /// reads only those (`checks::walker_facts`), whole, split, and once the guard
 /// is told a line is not a call; and the page-size contract against its
 /// oracle (`checks::check_pages`) on the calls that give page sizes (about a
-/// tenth) and run with the target's inventory (half of those).
+/// tenth) and run with the target's inventory (half of those), and the
+/// query rule against its own (`checks::check_queries`), blank queries among
+/// them.
 #[test]
 fn guard_checks_on_generated_lines() {
     std::thread::Builder::new()
@@ -115,7 +117,7 @@ fn guard_checks_on_generated_lines() {
                 x ^= x << 17;
                 x
             };
-            let (mut seen_call, mut seen_page) = (0, 0);
+            let (mut seen_call, mut seen_page, mut seen_blank) = (0, 0, 0);
             for _ in 0..10_000 {
                 let n = 40 + (next() % 400) as usize;
                 let data: Vec<u8> = (0..n).map(|_| next() as u8).collect();
@@ -127,12 +129,30 @@ fn guard_checks_on_generated_lines() {
                     if line.contains("\"count\"") || line.contains("co\\u0075nt") {
                         seen_page += 1;
                     }
+                    // A query that is there but blank (`checks::check_queries`).
+                    let v: Option<serde_json::Value> =
+                        serde_json::from_slice(&checks::guard_line(&data)).ok();
+                    let blank = v
+                        .as_ref()
+                        .and_then(|v| v["params"]["arguments"].as_object())
+                        .is_some_and(|a| {
+                            ["q", "query", "search", "term"].iter().any(|q| {
+                                a.get(*q)
+                                    .and_then(|s| s.as_str())
+                                    .is_some_and(|s| !s.is_empty() && checks::blank_query(s))
+                            })
+                        });
+                    seen_blank += usize::from(blank);
                 }
             }
             // About a sixth of the lines name tools/call (half the inputs are
             // raw bytes): the sweep reached the calls, and page sizes.
             assert!(seen_call > 1_000, "only {seen_call} calls generated");
             assert!(seen_page > 100, "only {seen_page} calls with page sizes");
+            assert!(
+                seen_blank > 30,
+                "only {seen_blank} calls with a blank query"
+            );
         })
         .expect("spawn")
         .join()
