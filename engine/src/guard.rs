@@ -6,7 +6,7 @@
 //! of each measure and where it was (a JSON Pointer), so a 10 MB argument is
 //! refused after its cap is crossed, not after it was held.
 
-use crate::inventory::{Class, Inventory, Row};
+use crate::inventory::{Class, Inventory};
 use crate::mcp::push_json_string;
 use crate::page_size::{self, NumRead};
 use crate::record::PointerBuf;
@@ -45,6 +45,18 @@ impl ArgCaps {
         max_arg_depth: 32,
         max_request_bytes: 2 * 1024 * 1024,
     };
+
+    fn tightest(self, o: ArgCaps) -> ArgCaps {
+        ArgCaps {
+            max_arg_bytes: self.max_arg_bytes.min(o.max_arg_bytes),
+            max_arg_items: self.max_arg_items.min(o.max_arg_items),
+            max_arg_string_bytes: self.max_arg_string_bytes.min(o.max_arg_string_bytes),
+            max_arg_string_chars: self.max_arg_string_chars.min(o.max_arg_string_chars),
+            max_arg_keys: self.max_arg_keys.min(o.max_arg_keys),
+            max_arg_depth: self.max_arg_depth.min(o.max_arg_depth),
+            max_request_bytes: self.max_request_bytes.min(o.max_request_bytes),
+        }
+    }
 
     fn loosest(self, o: ArgCaps) -> ArgCaps {
         ArgCaps {
@@ -518,6 +530,9 @@ pub struct Guard {
     args_bytes: Option<u64>,
     name: Vec<u8>,
     name_capture: bool,
+    /// The tightest caps of every tool name the line gave so far (see
+    /// [`Guard::effective_caps`]).
+    name_caps: Option<ArgCaps>,
     modern: bool,
     modern_capture: bool,
     top: TopArg,
@@ -690,6 +705,7 @@ impl Guard {
             args_bytes: None,
             name: Vec::new(),
             name_capture: false,
+            name_caps: None,
             modern: false,
             modern_capture: false,
             top: TopArg::default(),
@@ -758,6 +774,7 @@ impl Guard {
         self.args_bytes = None;
         self.name.clear();
         self.name_capture = false;
+        self.name_caps = None;
         self.modern = false;
         self.modern_capture = false;
         self.top.clear();
@@ -842,27 +859,34 @@ impl Guard {
         self.modern
     }
 
-    fn row(&self) -> Option<&Row> {
-        // Asked at every top-level argument: the name is read only when there
-        // is an inventory to look it up in.
-        let inv = self.inventory.as_ref()?;
-        if self.name_capture {
-            return None;
+    /// The caps of the tool named `name`: its row's over the guard's own.
+    fn caps_of(&self, name: &[u8]) -> ArgCaps {
+        let row = self
+            .inventory
+            .as_ref()
+            .zip(std::str::from_utf8(name).ok())
+            .and_then(|(inv, n)| inv.row(n));
+        match row.and_then(|r| r.arg_caps) {
+            Some(rc) => rc.over(self.caps),
+            None => self.caps,
         }
-        inv.row(std::str::from_utf8(&self.name).ok()?)
     }
 
-    /// Caps in force: the tool's own when its name is known, else the loosest
-    /// known. A name still being read (a chunk ended inside it) is not known
-    /// yet: its first bytes would name another tool, or none.
+    /// A tool name was read whole (`self.name`): its caps hold from here on,
+    /// with every earlier name's.
+    fn name_read(&mut self) {
+        let c = self.caps_of(&self.name);
+        self.name_caps = Some(self.name_caps.map_or(c, |p| p.tightest(c)));
+    }
+
+    /// Caps in force: the tool's own once its name is read, else the loosest
+    /// known (a name still being read, a chunk ended inside it, is not known
+    /// yet: its first bytes would name another tool, or none). A line that
+    /// names a tool more than once is held to the tightest caps of every name
+    /// it gave: the caps only tighten as the line streams, so a refusal given
+    /// at the end of one piece is given however the line is split.
     fn effective_caps(&self) -> ArgCaps {
-        if let Some(r) = self.row() {
-            return r.arg_caps.map_or(self.caps, |rc| rc.over(self.caps));
-        }
-        if !self.name.is_empty() && !self.name_capture {
-            return self.caps;
-        }
-        self.loosest_caps()
+        self.name_caps.unwrap_or_else(|| self.loosest_caps())
     }
 
     /// The loosest caps of the guard's own and every inventory row's: what
@@ -981,6 +1005,7 @@ impl Guard {
         self.end_line();
         if self.name.is_empty() {
             self.name = tool.as_bytes().to_vec();
+            self.name_read();
         }
         let caps = self.effective_caps();
         if let Some(v) = self.first_violation(&caps, self.line_bytes) {
@@ -1310,6 +1335,7 @@ impl Guard {
                             self.name = n.into_bytes();
                         }
                     }
+                    self.name_read();
                 } else if self.modern_capture {
                     self.modern_capture = false;
                 } else if in_args {
@@ -1553,7 +1579,10 @@ mod tests {
                 }
                 g.end_line();
                 assert_eq!(g.tool_name().as_deref(), Some("café"), "{line} in {piece}s");
-                assert!(g.row().is_some(), "{line} in {piece}s");
+                assert!(
+                    inv.row(g.tool_name().as_deref().unwrap_or("")).is_some(),
+                    "{line} in {piece}s"
+                );
                 assert!(g.facts().is_call(), "{line} in {piece}s");
                 assert_eq!(g.facts().name, "\"café\"".as_bytes(), "{line} in {piece}s");
             }
@@ -1850,6 +1879,77 @@ mod tests {
                     let v = g.finish("find");
                     assert_eq!(missing(&v), refused, "{line} in {piece}s: {v:?}");
                 }
+            }
+        }
+    }
+
+    /// A line that names two tools with caps of their own is held to the
+    /// tighter, whole or split: earlier builds judged each piece by the name
+    /// read last, so a line split after its first `params` was refused early
+    /// on that tool's caps, and the same line whole was not.
+    #[test]
+    fn a_line_naming_two_tools_is_held_to_the_tighter_caps() {
+        use super::GuardVerdict;
+        let row = |tool: &str, cap: u64| {
+            format!(
+                r#"{{"tool":"{tool}","surface":"s","classification":"single","read_only":true,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{{"max_result_bytes":65536}},"backend_query_bound":"one","structured_content_policy":"none","argument_caps":{{"max_arg_string_bytes":{cap}}}}}"#
+            )
+        };
+        let inv = crate::inventory::Inventory::parse(&format!(
+            r#"{{"tools":[{},{}]}}"#,
+            row("tight", 10),
+            row("loose", 1000)
+        ))
+        .expect("inventory");
+        let long = "x".repeat(50);
+        let head = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","#;
+        for (rest, refused) in [
+            (
+                format!(
+                    r#""params":{{"name":"tight","arguments":{{"s":"{long}"}}}},"params":{{"name":"loose","arguments":{{"s":"y"}}}}}}"#
+                ),
+                true,
+            ),
+            (
+                format!(
+                    r#""params":{{"name":"loose","arguments":{{"s":"{long}"}}}},"params":{{"name":"tight","arguments":{{"s":"y"}}}}}}"#
+                ),
+                true,
+            ),
+            (
+                format!(
+                    r#""params":{{"arguments":{{"s":"{long}"}},"name":"loose","name":"tight"}}}}"#
+                ),
+                true,
+            ),
+            (
+                format!(r#""params":{{"arguments":{{"s":"{long}"}},"name":"loose"}}}}"#),
+                false,
+            ),
+        ] {
+            let line = format!("{head}{rest}");
+            for piece in 1..=line.len() {
+                let mut g = Guard::default();
+                g.set_inventory(Some(inv.clone()));
+                let mut early = None;
+                for c in line.as_bytes().chunks(piece) {
+                    if let Some(v) = g.feed(c) {
+                        early = Some(v);
+                    }
+                }
+                let last = g.finish("loose");
+                // Early, the size so far; at the end, the string's.
+                let early_cap = matches!(early, Some(GuardVerdict::Cap { limit: 10, .. }));
+                assert_eq!(early_cap, refused, "{line} in {piece}s: early {early:?}");
+                let cap = matches!(
+                    last,
+                    Some(GuardVerdict::Cap {
+                        limit: 10,
+                        size: 50,
+                        ..
+                    })
+                );
+                assert_eq!(cap, refused, "{line} in {piece}s: {last:?}");
             }
         }
     }
