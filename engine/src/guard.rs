@@ -543,10 +543,10 @@ pub struct Guard {
     /// Names a top-level argument gives a page size by: `limit` and each
     /// inventory row's own.
     page_names: Vec<Vec<u8>>,
-    /// Names a top-level argument gives a query by: [`QUERY_NAMES`] and each
-    /// inventory row's own. Every one is noted whatever the tool, which the
-    /// line may name after its arguments; the contract picks the tool's.
-    query_names: Vec<Vec<u8>>,
+    /// Names a top-level argument gives a query by besides [`QUERY_NAMES`]:
+    /// each inventory row's own. Every one is noted whatever the tool, which
+    /// the line may name after its arguments; the contract picks the tool's.
+    row_query_names: Vec<Vec<u8>>,
     /// The page size being read, if the value in progress is one.
     page: Option<PageOpen>,
     page_num: NumRead,
@@ -713,7 +713,7 @@ impl Guard {
             key: Vec::new(),
             num_start: None,
             page_names: vec![b"limit".to_vec()],
-            query_names: QUERY_NAMES.iter().map(|q| q.as_bytes().to_vec()).collect(),
+            row_query_names: Vec::new(),
             page: None,
             page_num: NumRead::new(),
             page_str: Vec::new(),
@@ -739,7 +739,7 @@ impl Guard {
 
     pub fn set_inventory(&mut self, inv: Option<Inventory>) {
         self.page_names = vec![b"limit".to_vec()];
-        self.query_names = QUERY_NAMES.iter().map(|q| q.as_bytes().to_vec()).collect();
+        self.row_query_names.clear();
         for r in inv.iter().flat_map(|i| &i.rows) {
             if let Some(l) = &r.limit {
                 let p = l.param.as_bytes();
@@ -748,8 +748,9 @@ impl Guard {
                 }
             }
             for q in &r.query_params {
-                if !self.query_names.iter().any(|n| n == q.as_bytes()) {
-                    self.query_names.push(q.as_bytes().to_vec());
+                let q = q.as_bytes();
+                if !is_query_name(q) && !self.row_query_names.iter().any(|n| n == q) {
+                    self.row_query_names.push(q.to_vec());
                 }
             }
         }
@@ -861,11 +862,10 @@ impl Guard {
 
     /// The caps of the tool named `name`: its row's over the guard's own.
     fn caps_of(&self, name: &[u8]) -> ArgCaps {
-        let row = self
-            .inventory
-            .as_ref()
-            .zip(std::str::from_utf8(name).ok())
-            .and_then(|(inv, n)| inv.row(n));
+        let Some(inv) = &self.inventory else {
+            return self.caps;
+        };
+        let row = std::str::from_utf8(name).ok().and_then(|n| inv.row(n));
         match row.and_then(|r| r.arg_caps) {
             Some(rc) => rc.over(self.caps),
             None => self.caps,
@@ -1490,7 +1490,7 @@ impl Guard {
     /// Whether the top-level argument being read is query-like: one of the
     /// usual names or of any inventory row's own, by its bytes.
     fn top_is_query(&self) -> bool {
-        self.query_names.contains(&self.top_key)
+        is_query_name(&self.top_key) || self.row_query_names.contains(&self.top_key)
     }
 
     /// The top-level argument being read is query-like; `nonempty`: its
