@@ -741,7 +741,12 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
                     std::mem::replace(&mut g.out, keep)
                 }
                 2 => b"{\"limit\":3,\"cursor\":\"c1\"}".to_vec(),
-                3 => b"{\"query\":\"\"}".to_vec(),
+                3 => {
+                    // An empty or blank query, or one with whitespace around it.
+                    let q = ["", " ", "\\t\\u3000", "\u{a0}\\ufeff", " x ", "\\u200b"]
+                        [g.pick(6) as usize];
+                    format!("{{\"query\":\"{q}\"}}").into_bytes()
+                }
                 4 => b"{\"search\":\"x\",\"limit\":25}".to_vec(),
                 5 => b"{\"q\":\"x\",\"q\":\"\"}".to_vec(),
                 _ => gen_value(g),
@@ -1297,7 +1302,7 @@ pub fn proxy_one(data: &[u8]) {
                     t if t.starts_with("list_") || t.starts_with("search_") => Some(100.0),
                     _ => None,
                 };
-                if let Some((tool, page, _, _)) = call_page(l, |t| max_of(t).map(|_| "limit")) {
+                if let Some((tool, page)) = call_page(l, |t| max_of(t).map(|_| "limit")) {
                     let max: f64 = max_of(&tool).unwrap_or(f64::INFINITY);
                     assert!(
                         page.undecided(max) || !page.breaks(max),
@@ -3192,11 +3197,13 @@ const TOOLS: &[&str] = &[
 /// The guard target's inventory: `events` pages by `count` (at most 10,
 /// refused above), `dir` by `limit` (at most 30, clamped), `find` searches
 /// by `term` and pages by `limit` (at most 20). [`page_rule`] knows the same
-/// rows, written apart on purpose.
+/// rows, written apart on purpose. Each row has argument caps of its own
+/// (`events` looser, `dir` tighter, `find` a request cap), which
+/// [`row_caps`] knows apart too.
 pub const GUARD_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
-{"tool":"events","server":"fuzz","surface":"events","classification":"discovery","read_only":true,"limit":{"param":"count","default":3,"max":10,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"count","structured_content_policy":"cut_generic"},
-{"tool":"dir","server":"fuzz","surface":"dir","classification":"directory","read_only":true,"limit":{"param":"limit","default":5,"max":30,"over_max":"clamp"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"paged","structured_content_policy":"cut_generic"},
-{"tool":"find","server":"fuzz","surface":"find","classification":"search","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic","query_params":["term"]}
+{"tool":"events","server":"fuzz","surface":"events","classification":"discovery","read_only":true,"limit":{"param":"count","default":3,"max":10,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"count","structured_content_policy":"cut_generic","argument_caps":{"max_arg_items":100000,"max_arg_depth":100,"max_arg_bytes":1000000}},
+{"tool":"dir","server":"fuzz","surface":"dir","classification":"directory","read_only":true,"limit":{"param":"limit","default":5,"max":30,"over_max":"clamp"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"paged","structured_content_policy":"cut_generic","argument_caps":{"max_arg_string_bytes":24,"max_arg_keys":5,"max_arg_string_chars":20}},
+{"tool":"find","server":"fuzz","surface":"find","classification":"search","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":4096},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic","query_params":["term"],"argument_caps":{"max_request_bytes":500}}
 ]}"#;
 
 fn guard_inventory() -> &'static resultbudget::inventory::Inventory {
@@ -3205,6 +3212,80 @@ fn guard_inventory() -> &'static resultbudget::inventory::Inventory {
     INV.get_or_init(|| {
         resultbudget::inventory::Inventory::parse(GUARD_INVENTORY)
             .expect("the guard target's inventory is valid")
+    })
+}
+
+/// The caps a tool is held to with [`GUARD_INVENTORY`], over the target's
+/// own: the row's `argument_caps` where it names one.
+pub fn row_caps(tool: &str, base: ArgCaps) -> ArgCaps {
+    let mut c = base;
+    match tool {
+        "events" => {
+            c.max_arg_items = 100_000;
+            c.max_arg_depth = 100;
+            c.max_arg_bytes = 1_000_000;
+        }
+        "dir" => {
+            c.max_arg_string_bytes = 24;
+            c.max_arg_keys = 5;
+            c.max_arg_string_chars = 20;
+        }
+        "find" => c.max_request_bytes = 500,
+        _ => {}
+    }
+    c
+}
+
+/// The caps the guard owes a valid line: the tightest of every tool it
+/// names (each string `name` of each `params` object, decoded), and of the
+/// sniffed tool where it names none, or last names the empty string.
+pub fn caps_owed(doc: &[u8], tool: &str, inventory: bool, base: ArgCaps) -> ArgCaps {
+    let of = |t: &str| if inventory { row_caps(t, base) } else { base };
+    let tree = parse(doc);
+    let mut names: Vec<String> = Vec::new();
+    for (k, p) in tree.members().unwrap_or(&[]) {
+        if decode_str(k.contents(doc)) != "params" {
+            continue;
+        }
+        for (k, n) in p.members().unwrap_or(&[]) {
+            if decode_str(k.contents(doc)) == "name" && n.is_str() {
+                names.push(decode_str(n.contents(doc)));
+            }
+        }
+    }
+    if names.last().is_none_or(|n| n.is_empty()) {
+        names.push(tool.to_string());
+    }
+    let first = of(&names[0]);
+    names[1..]
+        .iter()
+        .fold(first, |c, n| caps_each(c, of(n), u64::min))
+}
+
+/// Each cap of `a` and `b` put together by `f` (`u64::min`: the tighter).
+fn caps_each(a: ArgCaps, b: ArgCaps, f: fn(u64, u64) -> u64) -> ArgCaps {
+    ArgCaps {
+        max_arg_bytes: f(a.max_arg_bytes, b.max_arg_bytes),
+        max_arg_items: f(a.max_arg_items, b.max_arg_items),
+        max_arg_string_bytes: f(a.max_arg_string_bytes, b.max_arg_string_bytes),
+        max_arg_string_chars: f(a.max_arg_string_chars, b.max_arg_string_chars),
+        max_arg_keys: f(a.max_arg_keys, b.max_arg_keys),
+        max_arg_depth: f(a.max_arg_depth, b.max_arg_depth),
+        max_request_bytes: f(a.max_request_bytes, b.max_request_bytes),
+    }
+}
+
+/// A cap's value by its name in a verdict.
+fn cap_named(c: &ArgCaps, name: &str) -> Option<u64> {
+    Some(match name {
+        "max_arg_bytes" => c.max_arg_bytes,
+        "max_arg_items" => c.max_arg_items,
+        "max_arg_string_bytes" => c.max_arg_string_bytes,
+        "max_arg_string_chars" => c.max_arg_string_chars,
+        "max_arg_keys" => c.max_arg_keys,
+        "max_arg_depth" => c.max_arg_depth,
+        "max_request_bytes" => c.max_request_bytes,
+        _ => return None,
     })
 }
 
@@ -3322,7 +3403,23 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
                         "taskId",
                         "_meta",
                     ][g.pick(7) as usize];
-                    p.push((k, Box::new(|g: &mut Gen| g.value(1))));
+                    if k == "arguments" {
+                        // A second `arguments`: the server reads the last.
+                        p.push((
+                            k,
+                            Box::new(
+                                |g: &mut Gen| {
+                                    if g.flag() {
+                                        page_args(g)
+                                    } else {
+                                        g.value(1)
+                                    }
+                                },
+                            ),
+                        ));
+                    } else {
+                        p.push((k, Box::new(|g: &mut Gen| g.value(1))));
+                    }
                 }
                 g.shuffle(&mut p);
                 g.members(p);
@@ -3331,7 +3428,31 @@ fn guard_doc<'a>(cfg: &GuardCfg, body: &'a [u8]) -> Vec<u8> {
     ];
     if g.pick(8) == 0 {
         let k = ["params", "extra", "result", "error", "method", "id"][g.pick(6) as usize];
-        env.push((k, Box::new(|g: &mut Gen| g.value(1))));
+        if k == "params" && g.flag() {
+            // A second `params` with a page size of its own, for this tool
+            // or another: the server reads the last.
+            let other = TOOLS[g.pick(TOOLS.len() as u8) as usize];
+            env.push((
+                k,
+                Box::new(move |g: &mut Gen| {
+                    let name = if g.flag() { tool } else { other };
+                    let p: Vec<Member<'_, 'a>> = vec![
+                        (
+                            "name",
+                            Box::new(move |g: &mut Gen| {
+                                g.out.push(b'"');
+                                g.put(name.as_bytes());
+                                g.out.push(b'"');
+                            }),
+                        ),
+                        ("arguments", Box::new(page_args)),
+                    ];
+                    g.members(p);
+                }),
+            ));
+        } else {
+            env.push((k, Box::new(|g: &mut Gen| g.value(1))));
+        }
     }
     g.shuffle(&mut env);
     g.members(env);
@@ -3789,8 +3910,8 @@ pub fn guard_one(data: &[u8]) {
         &pieces,
         &format!(" (split at {points:?}, once the guard was told the line is not a call)"),
     );
-    check_guard(&doc, caps, &whole);
-    check_guard(&doc, caps, &split);
+    check_guard(&doc, caps, tool, cfg.inventory, &whole);
+    check_guard(&doc, caps, tool, cfg.inventory, &split);
     check_queries(&doc, tool, cfg.inventory, &whole.verdict);
     check_gate(&doc, caps, &points);
     if cfg.inventory {
@@ -3904,16 +4025,14 @@ pub fn check_gate(doc: &[u8], caps: ArgCaps, points: &[usize]) {
 }
 
 /// The last member of an object whose key, decoded, is `key` (the one a
-/// JSON reader keeps), and how many members have that key.
-fn last_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> (Option<&'n Node>, usize) {
-    let all: Vec<&Node> = n
-        .members()
+/// JSON reader keeps).
+fn last_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Option<&'n Node> {
+    n.members()
         .unwrap_or(&[])
         .iter()
-        .filter(|(k, _)| decode_str(k.contents(doc)) == key)
+        .rev()
+        .find(|(k, _)| decode_str(k.contents(doc)) == key)
         .map(|(_, v)| v)
-        .collect();
-    (all.last().copied(), all.len())
 }
 
 /// A page-size argument as a server reads it.
@@ -3994,32 +4113,31 @@ pub fn read_page(doc: &[u8], v: &Node) -> Page {
 
 /// A `tools/call` line's page size as a server reads it (the last of each
 /// member): the tool, what its page-size argument (named by `param_of`
-/// the tool) gives, and how many `params` and `arguments` the line has.
-/// `None` if the line is not a call to a tool that has a page size.
+/// the tool) gives. `None` if the line is not a call to a tool that has a page size.
 pub fn call_page(
     line: &[u8],
     param_of: impl Fn(&str) -> Option<&'static str>,
-) -> Option<(String, Page, usize, usize)> {
+) -> Option<(String, Page)> {
     let tree = parse(line);
-    let (method, _) = last_decoded(&tree, line, "method");
+    let method = last_decoded(&tree, line, "method");
     if !method.is_some_and(|m| m.is_str() && decode_str(m.contents(line)) == "tools/call") {
         return None;
     }
-    let (params, np) = last_decoded(&tree, line, "params");
+    let params = last_decoded(&tree, line, "params");
     let params = params.filter(|p| p.members().is_some())?;
-    let (name, _) = last_decoded(params, line, "name");
+    let name = last_decoded(params, line, "name");
     let name = name.filter(|n| n.is_str())?;
     let tool = decode_str(name.contents(line));
     let param = param_of(&tool)?;
-    let (args, na) = last_decoded(params, line, "arguments");
+    let args = last_decoded(params, line, "arguments");
     let page = match args.filter(|a| a.members().is_some()) {
-        Some(a) => match last_decoded(a, line, param).0 {
+        Some(a) => match last_decoded(a, line, param) {
             Some(v) => read_page(line, v),
             None => Page::Absent,
         },
         None => Page::Absent,
     };
-    Some((tool, page, np, na))
+    Some((tool, page))
 }
 
 /// The page-size contract with [`GUARD_INVENTORY`], against an oracle of its
@@ -4027,8 +4145,9 @@ pub fn call_page(
 /// a `tools/call`: the page size the server reads from what the gate sends
 /// is never above the maximum, nor a string that reads as no number; a
 /// clamp rewrites exactly the member the server reads, to the maximum (a
-/// string as a string), and no other byte; and where the line has one
-/// `params` and one `arguments`, a refusal for the page size is owed.
+/// string as a string), and no other byte; and a refusal for the page size
+/// is owed, however many `params` and `arguments` the line has (the guard
+/// judges the last of each, as the server reads them).
 /// The caps are the defaults: the target's own, drawn tiny, would refuse
 /// nearly every line before its page size is judged.
 pub fn check_pages(doc: &[u8], points: &[usize]) {
@@ -4045,7 +4164,7 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
     sent.extend_from_slice(gate.to_send());
     let what = format!("split at {points:?}: {fate:?}, line {}", show(doc));
     let server_page = |line: &[u8]| call_page(line, |t| page_rule(t).map(|r| r.0));
-    let Some((tool, page, np, na)) = server_page(doc) else {
+    let Some((tool, page)) = server_page(doc) else {
         return;
     };
     let Some((param, max, clamp)) = page_rule(&tool) else {
@@ -4055,11 +4174,10 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
         return;
     }
     let above = matches!(page, Page::Num(v, _) if v > max);
-    let single = np == 1 && na == 1;
     match &fate {
         Fate::Forward { clamped } => {
             let body = sent.strip_suffix(b"\n").unwrap_or(&sent);
-            let after = server_page(body).map(|(_, p, _, _)| p);
+            let after = server_page(body).map(|(_, p)| p);
             assert!(
                 !after.is_some_and(|p| p.breaks(max)),
                 "{what}: {param} {after:?} reached the server for {tool} (at most {max})"
@@ -4074,9 +4192,9 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
                     assert_eq!(*m as f64, max, "{what}: clamped to another value");
                     // Exactly the member the server reads, rewritten.
                     let tree = parse(doc);
-                    let params = last_decoded(&tree, doc, "params").0.expect("params");
-                    let args = last_decoded(params, doc, "arguments").0.expect("arguments");
-                    let v = last_decoded(args, doc, param).0.expect("the page size");
+                    let params = last_decoded(&tree, doc, "params").expect("params");
+                    let args = last_decoded(params, doc, "arguments").expect("arguments");
+                    let v = last_decoded(args, doc, param).expect("the page size");
                     let new = if v.is_str() {
                         format!("\"{m}\"")
                     } else {
@@ -4102,7 +4220,7 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
                     param: p, max: m, ..
                 }),
             ..
-        } if single => {
+        } => {
             assert!(
                 above && !clamp && p == param && *m as f64 == max,
                 "{what}: refused {p} above {m}, but {param} is {page:?} (at most {max}, clamp {clamp})"
@@ -4111,7 +4229,7 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
         Fate::Dropped {
             why: Why::Refused(GuardVerdict::LimitNotANumber { param: p, .. }),
             ..
-        } if single => {
+        } => {
             assert!(
                 page == Page::NotANumber && p == param,
                 "{what}: refused {p} as not a number, but {param} is {page:?}"
@@ -4121,7 +4239,20 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
     }
 }
 
-pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
+pub fn check_guard(doc: &[u8], base: ArgCaps, tool: &str, inventory: bool, run: &GuardRun) {
+    // The caps owed a valid line (on another, those of the names read
+    // before it broke, which the oracle does not know): the loosest of every
+    // tool bounds them.
+    let valid = valid_up_to(doc, DEFAULT_NESTING as usize) == Some(true);
+    let caps = if valid {
+        caps_owed(doc, tool, inventory, base)
+    } else if inventory {
+        ["events", "dir", "find"]
+            .iter()
+            .fold(base, |c, t| caps_each(c, row_caps(t, base), u64::max))
+    } else {
+        base
+    };
     if let Some(GuardVerdict::Cap { size, limit, .. }) = &run.early {
         assert!(
             size > limit,
@@ -4149,12 +4280,27 @@ pub fn check_guard(doc: &[u8], caps: ArgCaps, run: &GuardRun) {
             if *cap == "max_request_bytes" {
                 assert_eq!(*size, request, "request size");
             }
+            if valid {
+                assert_eq!(
+                    Some(*limit),
+                    cap_named(&caps, cap),
+                    "{cap}: the verdict's limit is not the cap owed ({caps:?})"
+                );
+            }
         }
         Some(_) => {}
     }
+    // Caps only tighten as a line streams: an early refusal's cap is at least
+    // the one owed at the end.
+    if let (true, Some(GuardVerdict::Cap { cap, limit, .. })) = (valid, &run.early) {
+        assert!(
+            cap_named(&caps, cap).is_some_and(|owed| *limit >= owed),
+            "early {cap} {limit}, below the cap owed ({caps:?})"
+        );
+    }
     // Recompute the measures where a server would read the arguments: the last
     // `params` member of the message, and the last `arguments` in it.
-    if valid_up_to(doc, DEFAULT_NESTING as usize) != Some(true) {
+    if !valid {
         return;
     }
     let tree = parse(doc);
