@@ -748,6 +748,11 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
                     format!("{{\"query\":\"{q}\"}}").into_bytes()
                 }
                 4 => b"{\"search\":\"x\",\"limit\":25}".to_vec(),
+                8 => {
+                    // About the size of `mut`'s own cap on its arguments (300).
+                    let n = 260 + 4 * g.pick(20) as usize;
+                    format!("{{\"data\":\"{}\"}}", "d".repeat(n)).into_bytes()
+                }
                 5 => b"{\"q\":\"x\",\"q\":\"\"}".to_vec(),
                 _ => gen_value(g),
             };
@@ -1264,6 +1269,48 @@ pub fn proxy_one(data: &[u8]) {
                 "a refused call reached the server: {verdict:?} {}",
                 squash(l)
             );
+            // And by an oracle of its own: the arguments the server reads
+            // hold the caps owed, the tightest of every tool the line names
+            // (`mut`'s row allows 300 encoded bytes).
+            if valid_up_to(l, DEFAULT_NESTING as usize) == Some(true) {
+                let base = *config.guard.caps();
+                let owed = caps_owed(l, &tool, |t| {
+                    let mut c = base;
+                    if cfg.inventory && t == "mut" {
+                        c.max_arg_bytes = 300;
+                    }
+                    c
+                });
+                let tree = parse(l);
+                let args = last_decoded(&tree, l, "params")
+                    .and_then(|p| last_decoded(p, l, "arguments"))
+                    .filter(|a| matches!(a.kind, Kind::Arr(_) | Kind::Obj(_)));
+                if let Some(args) = args {
+                    let m = measure(l, args);
+                    for (name, v, c) in [
+                        ("max_arg_bytes", m.bytes, owed.max_arg_bytes),
+                        ("max_arg_depth", m.depth, owed.max_arg_depth),
+                        ("max_arg_keys", m.keys, owed.max_arg_keys),
+                        ("max_arg_items", m.items, owed.max_arg_items),
+                        (
+                            "max_arg_string_bytes",
+                            m.string_bytes,
+                            owed.max_arg_string_bytes,
+                        ),
+                        (
+                            "max_arg_string_chars",
+                            m.string_chars,
+                            owed.max_arg_string_chars,
+                        ),
+                    ] {
+                        assert!(
+                            v <= c,
+                            "a call whose arguments break {name} ({v} > {c}) reached the server: {}",
+                            squash(l)
+                        );
+                    }
+                }
+            }
         }
         // And without the guard: a call to a list tool (`list_…`, by its
         // name or by its inventory row) that gives a query argument (`q`,
@@ -3239,8 +3286,7 @@ pub fn row_caps(tool: &str, base: ArgCaps) -> ArgCaps {
 /// The caps the guard owes a valid line: the tightest of every tool it
 /// names (each string `name` of each `params` object, decoded), and of the
 /// sniffed tool where it names none, or last names the empty string.
-pub fn caps_owed(doc: &[u8], tool: &str, inventory: bool, base: ArgCaps) -> ArgCaps {
-    let of = |t: &str| if inventory { row_caps(t, base) } else { base };
+pub fn caps_owed(doc: &[u8], tool: &str, of: impl Fn(&str) -> ArgCaps) -> ArgCaps {
     let tree = parse(doc);
     let mut names: Vec<String> = Vec::new();
     for (k, p) in tree.members().unwrap_or(&[]) {
@@ -4245,7 +4291,11 @@ pub fn check_guard(doc: &[u8], base: ArgCaps, tool: &str, inventory: bool, run: 
     // tool bounds them.
     let valid = valid_up_to(doc, DEFAULT_NESTING as usize) == Some(true);
     let caps = if valid {
-        caps_owed(doc, tool, inventory, base)
+        caps_owed(
+            doc,
+            tool,
+            |t| if inventory { row_caps(t, base) } else { base },
+        )
     } else if inventory {
         ["events", "dir", "find"]
             .iter()
