@@ -1286,23 +1286,7 @@ pub fn proxy_one(data: &[u8]) {
                     .and_then(|p| last_decoded(p, l, "arguments"))
                     .filter(|a| matches!(a.kind, Kind::Arr(_) | Kind::Obj(_)));
                 if let Some(args) = args {
-                    let m = measure(l, args);
-                    for (name, v, c) in [
-                        ("max_arg_bytes", m.bytes, owed.max_arg_bytes),
-                        ("max_arg_depth", m.depth, owed.max_arg_depth),
-                        ("max_arg_keys", m.keys, owed.max_arg_keys),
-                        ("max_arg_items", m.items, owed.max_arg_items),
-                        (
-                            "max_arg_string_bytes",
-                            m.string_bytes,
-                            owed.max_arg_string_bytes,
-                        ),
-                        (
-                            "max_arg_string_chars",
-                            m.string_chars,
-                            owed.max_arg_string_chars,
-                        ),
-                    ] {
+                    for (name, v, c) in measure(l, args).against(&owed) {
                         assert!(
                             v <= c,
                             "a call whose arguments break {name} ({v} > {c}) reached the server: {}",
@@ -3864,6 +3848,28 @@ pub struct ArgMeasure {
     pub depth: u64,
 }
 
+impl ArgMeasure {
+    /// Each measure beside its cap in `caps`, by the cap's name.
+    pub fn against(&self, caps: &ArgCaps) -> [(&'static str, u64, u64); 6] {
+        [
+            ("max_arg_bytes", self.bytes, caps.max_arg_bytes),
+            ("max_arg_depth", self.depth, caps.max_arg_depth),
+            ("max_arg_keys", self.keys, caps.max_arg_keys),
+            ("max_arg_items", self.items, caps.max_arg_items),
+            (
+                "max_arg_string_bytes",
+                self.string_bytes,
+                caps.max_arg_string_bytes,
+            ),
+            (
+                "max_arg_string_chars",
+                self.string_chars,
+                caps.max_arg_string_chars,
+            ),
+        ]
+    }
+}
+
 pub fn measure(doc: &[u8], args: &Node) -> ArgMeasure {
     fn walk(doc: &[u8], n: &Node, level: u64, m: &mut ArgMeasure) {
         let s = |n: &Node, m: &mut ArgMeasure| {
@@ -4363,23 +4369,7 @@ pub fn check_guard(doc: &[u8], base: ArgCaps, tool: &str, inventory: bool, run: 
     if !matches!(args.kind, Kind::Arr(_) | Kind::Obj(_)) {
         return;
     }
-    let m = measure(doc, args);
-    let pairs = [
-        ("max_arg_bytes", m.bytes, caps.max_arg_bytes),
-        ("max_arg_depth", m.depth, caps.max_arg_depth),
-        ("max_arg_keys", m.keys, caps.max_arg_keys),
-        ("max_arg_items", m.items, caps.max_arg_items),
-        (
-            "max_arg_string_bytes",
-            m.string_bytes,
-            caps.max_arg_string_bytes,
-        ),
-        (
-            "max_arg_string_chars",
-            m.string_chars,
-            caps.max_arg_string_chars,
-        ),
-    ];
+    let pairs = measure(doc, args).against(&caps);
     let single = tree.get_all(doc, b"params").len() == 1
         && tree
             .get_last(doc, b"params")
