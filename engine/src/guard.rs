@@ -46,27 +46,16 @@ impl ArgCaps {
         max_request_bytes: 2 * 1024 * 1024,
     };
 
-    fn tightest(self, o: ArgCaps) -> ArgCaps {
+    /// Each cap of `self` and `o` put together by `f`.
+    fn each(self, o: ArgCaps, f: fn(u64, u64) -> u64) -> ArgCaps {
         ArgCaps {
-            max_arg_bytes: self.max_arg_bytes.min(o.max_arg_bytes),
-            max_arg_items: self.max_arg_items.min(o.max_arg_items),
-            max_arg_string_bytes: self.max_arg_string_bytes.min(o.max_arg_string_bytes),
-            max_arg_string_chars: self.max_arg_string_chars.min(o.max_arg_string_chars),
-            max_arg_keys: self.max_arg_keys.min(o.max_arg_keys),
-            max_arg_depth: self.max_arg_depth.min(o.max_arg_depth),
-            max_request_bytes: self.max_request_bytes.min(o.max_request_bytes),
-        }
-    }
-
-    fn loosest(self, o: ArgCaps) -> ArgCaps {
-        ArgCaps {
-            max_arg_bytes: self.max_arg_bytes.max(o.max_arg_bytes),
-            max_arg_items: self.max_arg_items.max(o.max_arg_items),
-            max_arg_string_bytes: self.max_arg_string_bytes.max(o.max_arg_string_bytes),
-            max_arg_string_chars: self.max_arg_string_chars.max(o.max_arg_string_chars),
-            max_arg_keys: self.max_arg_keys.max(o.max_arg_keys),
-            max_arg_depth: self.max_arg_depth.max(o.max_arg_depth),
-            max_request_bytes: self.max_request_bytes.max(o.max_request_bytes),
+            max_arg_bytes: f(self.max_arg_bytes, o.max_arg_bytes),
+            max_arg_items: f(self.max_arg_items, o.max_arg_items),
+            max_arg_string_bytes: f(self.max_arg_string_bytes, o.max_arg_string_bytes),
+            max_arg_string_chars: f(self.max_arg_string_chars, o.max_arg_string_chars),
+            max_arg_keys: f(self.max_arg_keys, o.max_arg_keys),
+            max_arg_depth: f(self.max_arg_depth, o.max_arg_depth),
+            max_request_bytes: f(self.max_request_bytes, o.max_request_bytes),
         }
     }
 }
@@ -514,6 +503,9 @@ pub struct Clamp {
 #[derive(Debug, Clone)]
 pub struct Guard {
     caps: ArgCaps,
+    /// The loosest caps of the guard's own and every inventory row's: what
+    /// holds while a call's tool is not known (set with the inventory).
+    loosest: ArgCaps,
     inventory: Option<Inventory>,
     lex: Tokenizer,
     broken: bool,
@@ -683,6 +675,7 @@ impl Guard {
         let pb = PointerBuf::new();
         Guard {
             caps,
+            loosest: caps,
             inventory: None,
             lex: Tokenizer::default(),
             broken: false,
@@ -740,7 +733,11 @@ impl Guard {
     pub fn set_inventory(&mut self, inv: Option<Inventory>) {
         self.page_names = vec![b"limit".to_vec()];
         self.row_query_names.clear();
+        self.loosest = self.caps;
         for r in inv.iter().flat_map(|i| &i.rows) {
+            if let Some(rc) = r.arg_caps {
+                self.loosest = self.loosest.each(rc.over(self.caps), u64::max);
+            }
             if let Some(l) = &r.limit {
                 let p = l.param.as_bytes();
                 if !self.page_names.iter().any(|n| n == p) {
@@ -876,7 +873,7 @@ impl Guard {
     /// with every earlier name's.
     fn name_read(&mut self) {
         let c = self.caps_of(&self.name);
-        self.name_caps = Some(self.name_caps.map_or(c, |p| p.tightest(c)));
+        self.name_caps = Some(self.name_caps.map_or(c, |p| p.each(c, u64::min)));
     }
 
     /// Caps in force: the tool's own once its name is read, else the loosest
@@ -886,28 +883,14 @@ impl Guard {
     /// it gave: the caps only tighten as the line streams, so a refusal given
     /// at the end of one piece is given however the line is split.
     fn effective_caps(&self) -> ArgCaps {
-        self.name_caps.unwrap_or_else(|| self.loosest_caps())
-    }
-
-    /// The loosest caps of the guard's own and every inventory row's: what
-    /// holds while a call's tool is not known.
-    fn loosest_caps(&self) -> ArgCaps {
-        let mut c = self.caps;
-        if let Some(inv) = &self.inventory {
-            for r in &inv.rows {
-                if let Some(rc) = r.arg_caps {
-                    c = c.loosest(rc.over(self.caps));
-                }
-            }
-        }
-        c
+        self.name_caps.unwrap_or(self.loosest)
     }
 
     /// The most of a call a caller may have to hold before the guard refuses
     /// it: the loosest `max_request_bytes` of any tool (a call's tool may be
     /// named last).
     pub fn max_hold(&self) -> u64 {
-        self.loosest_caps().max_request_bytes
+        self.loosest.max_request_bytes
     }
 
     fn note(&mut self, m: M, v: u64) {
