@@ -444,8 +444,9 @@ pub fn simple_escapes<B: Blocks>(blocks: B, s: &[u8], at: usize) -> u64 {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{
-        scan_naive, BlockJob, Blocks, Escapes, HexMasks, Masks, Run, CUR_HIGH, ESC_HIGH, ESC_LOW,
-        HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO, PREV_HIGH, PREV_LOW,
+        scan_naive, BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Masks, Run, CUR_HIGH,
+        ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO,
+        PREV_HIGH, PREV_LOW, WS_BY_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -718,6 +719,96 @@ mod x86 {
         _mm256_broadcastsi128_si256(v)
     }
 
+    /// The two 32-byte halves of a block.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn halves(b: &[u8; 64]) -> (__m256i, __m256i) {
+        // SAFETY: `b` is 64 readable bytes; loadu has no alignment need.
+        unsafe {
+            (
+                _mm256_loadu_si256(b.as_ptr() as *const __m256i),
+                _mm256_loadu_si256(b.as_ptr().add(32) as *const __m256i),
+            )
+        }
+    }
+
+    /// A block's mask from its halves' byte masks (all ones for a byte in
+    /// the class): a `movemask` each, and a join.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn join_halves(lo: __m256i, hi: __m256i) -> u64 {
+        let l = _mm256_movemask_epi8(lo) as u32;
+        let h = _mm256_movemask_epi8(hi) as u32;
+        u64::from(l) | u64::from(h) << 32
+    }
+
+    /// [`Blocks::classes`]: a compare a half for most classes, then a
+    /// `movemask` each and a join.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn classes_avx2(b: &[u8; 64]) -> Classes {
+        let (lo, hi) = halves(b);
+        let eq = |c: u8| {
+            let c = _mm256_set1_epi8(c as i8);
+            join_halves(_mm256_cmpeq_epi8(lo, c), _mm256_cmpeq_epi8(hi, c))
+        };
+        // As at AVX-512: each whitespace byte by its low nibble.
+        let wt = table(&WS_BY_LOW);
+        let ws = |v: __m256i| _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wt, v), v);
+        // `v - '0' <= 9`, unsigned: the minimum with 9 is itself.
+        let (zero, nine) = (_mm256_set1_epi8(b'0' as i8), _mm256_set1_epi8(9));
+        let digit = |v: __m256i| {
+            let d = _mm256_sub_epi8(v, zero);
+            _mm256_cmpeq_epi8(_mm256_min_epu8(d, nine), d)
+        };
+        // `v <= 0x1F`, unsigned: the maximum with 0x1F is 0x1F.
+        let c1f = _mm256_set1_epi8(0x1F);
+        let ctrl = |v: __m256i| _mm256_cmpeq_epi8(_mm256_max_epu8(v, c1f), c1f);
+        Classes {
+            quote: eq(b'"'),
+            bslash: eq(b'\\'),
+            ws: join_halves(ws(lo), ws(hi)),
+            lbrace: eq(b'{'),
+            rbrace: eq(b'}'),
+            lbrack: eq(b'['),
+            rbrack: eq(b']'),
+            colon: eq(b':'),
+            comma: eq(b','),
+            ctrl: join_halves(ctrl(lo), ctrl(hi)),
+            high: join_halves(lo, hi),
+            digit: join_halves(digit(lo), digit(hi)),
+            zero: eq(b'0'),
+            minus: eq(b'-'),
+            plus: eq(b'+'),
+            dot: eq(b'.'),
+            e: eq(b'e'),
+            big_e: eq(b'E'),
+        }
+    }
+
+    /// [`Blocks::letters`]: a compare a half a letter.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn letters_avx2(b: &[u8; 64]) -> Letters {
+        let (lo, hi) = halves(b);
+        let eq = |c: u8| {
+            let c = _mm256_set1_epi8(c as i8);
+            join_halves(_mm256_cmpeq_epi8(lo, c), _mm256_cmpeq_epi8(hi, c))
+        };
+        Letters {
+            t: eq(b't'),
+            r: eq(b'r'),
+            u: eq(b'u'),
+            f: eq(b'f'),
+            a: eq(b'a'),
+            l: eq(b'l'),
+            s: eq(b's'),
+            n: eq(b'n'),
+            b: eq(b'b'),
+            slash: eq(b'/'),
+        }
+    }
+
     /// UTF-8 flags of the 32 bytes `cur`, whose 32 predecessors are `prev`.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -866,6 +957,41 @@ mod x86 {
     pub struct Avx2Blocks(());
 
     impl Blocks for Avx2Blocks {
+        const SKIM: bool = true;
+        const SKIM_MIN_TOKENS: u32 = crate::skim::MIN_TOKENS_AVX2;
+
+        #[inline(always)]
+        fn classes(self, b: &[u8; 64]) -> Classes {
+            // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
+            // dispatcher calls after detecting AVX2.
+            unsafe { classes_avx2(b) }
+        }
+
+        #[inline(always)]
+        fn letters(self, b: &[u8; 64]) -> Letters {
+            // SAFETY: as for `classes`.
+            unsafe { letters_avx2(b) }
+        }
+
+        // `prefix_xor` stays the portable chain of shifts here: BMI2's
+        // `pdep` runs in microcode on AMD before Zen 3, and the two read
+        // alike on Zen 3 (the forty-second round). `deposit` and `extract`
+        // are the skim's, which runs at this level only where they are
+        // quick (`fast_bmi2`).
+
+        #[inline(always)]
+        fn deposit(self, x: u64, mask: u64) -> u64 {
+            // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
+            // dispatcher calls after detecting BMI2.
+            unsafe { deposit_bmi2(x, mask) }
+        }
+
+        #[inline(always)]
+        fn extract(self, x: u64, mask: u64) -> u64 {
+            // SAFETY: as for `deposit`.
+            unsafe { extract_bmi2(x, mask) }
+        }
+
         #[inline(always)]
         fn below(self, k: u32) -> u64 {
             // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
@@ -1043,6 +1169,20 @@ mod x86 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+/// JSON's whitespace by low nibble, for a `pshufb` lookup: entry `k` is the
+/// whitespace byte whose low nibble is `k` (space 0, tab 9, line feed A,
+/// carriage return D), else 0, which no byte with that nibble equals (and a
+/// byte from 0x80 looks up 0).
+const WS_BY_LOW: [u8; 16] = {
+    let mut t = [0u8; 16];
+    t[0x0] = b' ';
+    t[0x9] = b'\t';
+    t[0xA] = b'\n';
+    t[0xD] = b'\r';
+    t
+};
+
 /// The AVX-512 block level (AVX-512 F and BW): each mask of a 64-byte block
 /// is one compare into a mask register, where AVX2 takes two compares, two
 /// `movemask`s and a join.
@@ -1050,22 +1190,9 @@ mod x86 {
 mod x86_512 {
     use super::{
         BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Masks, Spacing, CUR_HIGH, ESC_HIGH,
-        ESC_LOW, HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW,
+        ESC_LOW, HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW, WS_BY_LOW,
     };
     use std::arch::x86_64::*;
-
-    /// JSON's whitespace by low nibble, for a `pshufb` lookup: entry `k` is the
-    /// whitespace byte whose low nibble is `k` (space 0, tab 9, line feed A,
-    /// carriage return D), else 0, which no byte with that nibble equals (and a
-    /// byte from 0x80 looks up 0).
-    const WS_BY_LOW: [u8; 16] = {
-        let mut t = [0u8; 16];
-        t[0x0] = b' ';
-        t[0x9] = b'\t';
-        t[0xA] = b'\n';
-        t[0xD] = b'\r';
-        t
-    };
 
     /// The 64 bytes of `b`.
     #[target_feature(enable = "avx512f")]
@@ -1770,7 +1897,8 @@ pub fn masks_naive(b: &[u8; 64]) -> Masks {
 
 /// The byte classes of one 64-byte block that the block skim
 /// (`crate::skim`) reads JSON's grammar from; bit `k` describes byte `k`.
-/// Each is one compare at [`Level::Avx512`]; the skim runs only there.
+/// Each is one compare at [`Level::Avx512`], two and two `movemask`s at
+/// [`Level::Avx2`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Classes {
     pub quote: u64,
@@ -1849,7 +1977,7 @@ fn bits_where(blk: &[u8; 64], f: impl Fn(u8) -> bool) -> u64 {
 }
 
 /// The naive oracle of [`Classes`] (and the portable implementation, which
-/// only tests use: the skim is off below [`Level::Avx512`]).
+/// only tests use: the skim is off below [`Level::Avx2`]).
 pub fn classes_naive(blk: &[u8; 64]) -> Classes {
     let eq = |c: u8| bits_where(blk, move |x| x == c);
     Classes {
@@ -2126,11 +2254,16 @@ pub(crate) fn below(k: u32) -> u64 {
 /// Code generic over it is compiled once per level by [`with_blocks`], so on
 /// x86_64 the AVX2 masks inline into the loop that uses them.
 pub trait Blocks: Copy {
-    /// Whether the block skim (`crate::skim`) pays at this level: true only
-    /// at [`Level::Avx512`], where each of its [`Classes`] is one compare.
-    /// At AVX2 a class is two compares, two `movemask`s and a join, and the
-    /// skim measured slower than the skip loop it would replace.
+    /// Whether the block skim (`crate::skim`) pays at this level: at
+    /// [`Level::Avx512`], where each of its [`Classes`] is one compare, and
+    /// at [`Level::Avx2`], where a class is two compares, two `movemask`s
+    /// and a join: there it pays on dense blocks only
+    /// ([`Blocks::SKIM_MIN_TOKENS`]), and only on a CPU whose BMI2 is quick
+    /// (`crate::skim::available`).
     const SKIM: bool = false;
+    /// The skim ends at a block with fewer tokens than this: on sparser
+    /// blocks the skip loop is as fast or faster at this level.
+    const SKIM_MIN_TOKENS: u32 = crate::skim::MIN_TOKENS;
     fn masks(self, b: &[u8; 64]) -> Masks;
     /// The byte classes of `b`; the same bits as [`classes_naive`].
     #[inline(always)]
@@ -2552,6 +2685,39 @@ fn has_avx2() -> bool {
         && is_x86_feature_detected!("popcnt")
         && is_x86_feature_detected!("bmi1")
         && is_x86_feature_detected!("bmi2")
+}
+
+/// Whether BMI2's `pdep` and `pext` are quick on this CPU: one cycle or a
+/// few on every Intel part with them and on AMD's from Zen 3 (family 0x19)
+/// on, but microcode on AMD's and Hygon's earlier ones, where one costs
+/// tens to hundreds of cycles by its mask. The block skim at AVX2 uses them
+/// for its brackets (`skim::monotone`); without them quick, it stays off
+/// there, and the skip loop runs as it did. Asked once, by `skim::available`.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn fast_bmi2() -> bool {
+    use std::arch::x86_64::__cpuid;
+    let v = __cpuid(0);
+    let mut vendor = [0u8; 12];
+    for (d, w) in vendor.chunks_exact_mut(4).zip([v.ebx, v.edx, v.ecx]) {
+        d.copy_from_slice(&w.to_le_bytes());
+    }
+    if &vendor != b"AuthenticAMD" && &vendor != b"HygonGenuine" {
+        return true;
+    }
+    let eax = __cpuid(1).eax;
+    let base = (eax >> 8) & 0xF;
+    let family = if base == 0xF {
+        base + ((eax >> 20) & 0xFF)
+    } else {
+        base
+    };
+    family >= 0x19
+}
+
+/// [`fast_bmi2`] where there is no BMI2: never asked.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn fast_bmi2() -> bool {
+    false
 }
 
 #[cfg(target_arch = "x86_64")]
