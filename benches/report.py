@@ -350,7 +350,7 @@ def markdown(res, ratios, proxy, env, mach, svg_rel, notes, pairs=None, paired=N
              "no `target-cpu=native`: the engine picks its level at run time on x86_64, "
              "AVX-512 F+BW for string blocks and the block skim where the CPU has it (the rest of the skip loop at AVX2; "
              "the skim's dense windows with VBMI2 too), "
-             "else AVX2, else SSE2; NEON on aarch64)")
+             "else AVX2 (the block skim on dense blocks, where BMI2 is quick), else SSE2; NEON on aarch64)")
     if env:
         L.append(f"- Engine: commit `{env.get('commit', '?')}`")
         L.append(f"- Command: `{env.get('command', '')}`")
