@@ -195,12 +195,6 @@ impl scan::BlockJob for SkipJob<'_, '_> {
     }
 }
 
-/// The longest wait, in bytes, between the skip loop's tries of the block
-/// skim when they take nothing or stop at a sparse block (`\u` escapes,
-/// long strings, pretty-printed input): a try costs about what the loop
-/// spends on 64 bytes, so well under 1% of its time from there on.
-const SKIM_WAIT_MAX: usize = 16 << 10;
-
 /// The block skim's view of a state between tokens inside a container.
 fn skim_prev(state: State) -> Option<skim::Prev> {
     Some(match state {
@@ -1359,7 +1353,7 @@ pub struct Tokenizer {
     short_numbers: bool,
     /// How many bytes the skip loop takes itself before it next tries the
     /// block skim: one block, doubled after each try that takes nothing or
-    /// stops at a sparse block, up to [`SKIM_WAIT_MAX`]. A speed hint only,
+    /// stops at a sparse block, up to [`skim::wait_max`]. A speed hint only,
     /// kept across calls (and messages), so that input the skim does not
     /// take (escape-rich or pretty-printed) stops paying for tries.
     skim_wait: usize,
@@ -2681,12 +2675,12 @@ impl Tokenizer {
                     state = skim_state(t.prev, in_obj);
                     sk.count += t.count;
                     self.skim_wait = if t.sparse {
-                        (self.skim_wait * 2).min(SKIM_WAIT_MAX)
+                        (self.skim_wait * 2).min(skim::wait_max())
                     } else {
                         skim::BLOCK
                     };
                 } else {
-                    self.skim_wait = (self.skim_wait * 2).min(SKIM_WAIT_MAX);
+                    self.skim_wait = (self.skim_wait * 2).min(skim::wait_max());
                 }
                 skim_from = i + self.skim_wait;
                 continue;
