@@ -742,16 +742,21 @@ mod x86 {
         u64::from(l) | u64::from(h) << 32
     }
 
+    /// The bytes of a block (its halves `lo`, `hi`) equal to `c`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn equal_to(lo: __m256i, hi: __m256i, c: u8) -> u64 {
+        let c = _mm256_set1_epi8(c as i8);
+        join_halves(_mm256_cmpeq_epi8(lo, c), _mm256_cmpeq_epi8(hi, c))
+    }
+
     /// [`Blocks::classes`]: a compare a half for most classes, then a
     /// `movemask` each and a join.
     #[target_feature(enable = "avx2")]
     #[inline]
     fn classes_avx2(b: &[u8; 64]) -> Classes {
         let (lo, hi) = halves(b);
-        let eq = |c: u8| {
-            let c = _mm256_set1_epi8(c as i8);
-            join_halves(_mm256_cmpeq_epi8(lo, c), _mm256_cmpeq_epi8(hi, c))
-        };
+        let eq = |c: u8| equal_to(lo, hi, c);
         // As at AVX-512: each whitespace byte by its low nibble.
         let wt = table(&WS_BY_LOW);
         let ws = |v: __m256i| _mm256_cmpeq_epi8(_mm256_shuffle_epi8(wt, v), v);
@@ -791,10 +796,7 @@ mod x86 {
     #[inline]
     fn letters_avx2(b: &[u8; 64]) -> Letters {
         let (lo, hi) = halves(b);
-        let eq = |c: u8| {
-            let c = _mm256_set1_epi8(c as i8);
-            join_halves(_mm256_cmpeq_epi8(lo, c), _mm256_cmpeq_epi8(hi, c))
-        };
+        let eq = |c: u8| equal_to(lo, hi, c);
         Letters {
             t: eq(b't'),
             r: eq(b'r'),
