@@ -539,9 +539,7 @@ mod x86 {
         if _mm256_movemask_epi8(_mm256_or_si256(a, b)) == 0 {
             return None;
         }
-        let m =
-            _mm256_movemask_epi8(a) as u32 as u64 | (_mm256_movemask_epi8(b) as u32 as u64) << 32;
-        Some(m.trailing_zeros() as usize)
+        Some(join_halves(a, b).trailing_zeros() as usize)
     }
 
     /// [`super::ascii_run`] 64 bytes a step: three compares and one mask
@@ -689,36 +687,6 @@ mod x86 {
         (sp, ct, _mm256_movemask_epi8(v) as u32)
     }
 
-    /// # Safety
-    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    unsafe fn masks_avx2(p: *const u8) -> Masks {
-        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
-        let (lo, hi) = unsafe {
-            (
-                _mm256_loadu_si256(p as *const __m256i),
-                _mm256_loadu_si256(p.add(32) as *const __m256i),
-            )
-        };
-        let (s0, c0, h0) = half_masks(lo);
-        let (s1, c1, h1) = half_masks(hi);
-        Masks {
-            special: s0 as u64 | (s1 as u64) << 32,
-            cont: c0 as u64 | (c1 as u64) << 32,
-            high: h0 as u64 | (h1 as u64) << 32,
-        }
-    }
-
-    /// A 16-entry table in both lanes, for `_mm256_shuffle_epi8`.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn table(t: &[u8; 16]) -> __m256i {
-        // SAFETY: `t` is 16 readable bytes; loadu has no alignment need.
-        let v = unsafe { _mm_loadu_si128(t.as_ptr() as *const __m128i) };
-        _mm256_broadcastsi128_si256(v)
-    }
-
     /// The two 32-byte halves of a block.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -732,14 +700,44 @@ mod x86 {
         }
     }
 
+    /// A block's mask from its halves' 32-bit masks.
+    #[inline(always)]
+    fn join(lo: u32, hi: u32) -> u64 {
+        u64::from(lo) | u64::from(hi) << 32
+    }
+
+    /// [`Blocks::masks`] at AVX2: a block's halves, then a join.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn masks_avx2(b: &[u8; 64]) -> Masks {
+        let (lo, hi) = halves(b);
+        let (s0, c0, h0) = half_masks(lo);
+        let (s1, c1, h1) = half_masks(hi);
+        Masks {
+            special: join(s0, s1),
+            cont: join(c0, c1),
+            high: join(h0, h1),
+        }
+    }
+
+    /// A 16-entry table in both lanes, for `_mm256_shuffle_epi8`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn table(t: &[u8; 16]) -> __m256i {
+        // SAFETY: `t` is 16 readable bytes; loadu has no alignment need.
+        let v = unsafe { _mm_loadu_si128(t.as_ptr() as *const __m128i) };
+        _mm256_broadcastsi128_si256(v)
+    }
+
     /// A block's mask from its halves' byte masks (all ones for a byte in
     /// the class): a `movemask` each, and a join.
     #[target_feature(enable = "avx2")]
     #[inline]
     fn join_halves(lo: __m256i, hi: __m256i) -> u64 {
-        let l = _mm256_movemask_epi8(lo) as u32;
-        let h = _mm256_movemask_epi8(hi) as u32;
-        u64::from(l) | u64::from(h) << 32
+        join(
+            _mm256_movemask_epi8(lo) as u32,
+            _mm256_movemask_epi8(hi) as u32,
+        )
     }
 
     /// The bytes of a block (its halves `lo`, `hi`) equal to `c`.
@@ -841,22 +839,15 @@ mod x86 {
         !(_mm256_movemask_epi8(_mm256_cmpeq_epi8(bad, _mm256_setzero_si256())) as u32)
     }
 
-    /// # Safety
-    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    /// [`Blocks::utf8_flags`] at AVX2, a half at a time.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn utf8_avx2(before: [u8; 3], p: *const u8) -> u64 {
-        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
-        let (lo, hi) = unsafe {
-            (
-                _mm256_loadu_si256(p as *const __m256i),
-                _mm256_loadu_si256(p.add(32) as *const __m256i),
-            )
-        };
+    fn utf8_avx2(before: [u8; 3], b: &[u8; 64]) -> u64 {
+        let (lo, hi) = halves(b);
         let [a, b, c] = before;
         let prev =
             _mm256_insert_epi32::<7>(_mm256_setzero_si256(), i32::from_le_bytes([0, a, b, c]));
-        utf8_half(lo, prev) as u64 | (utf8_half(hi, lo) as u64) << 32
+        join(utf8_half(lo, prev), utf8_half(hi, lo))
     }
 
     /// Backslash, one-character-escape and `u` masks of 32 bytes.
@@ -879,21 +870,13 @@ mod x86 {
         )
     }
 
-    /// # Safety
-    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    /// [`Blocks::escape_masks`] at AVX2, a half at a time.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn escapes_avx2(p: *const u8) -> Escapes {
-        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
-        let (lo, hi) = unsafe {
-            (
-                _mm256_loadu_si256(p as *const __m256i),
-                _mm256_loadu_si256(p.add(32) as *const __m256i),
-            )
-        };
+    fn escapes_avx2(b: &[u8; 64]) -> Escapes {
+        let (lo, hi) = halves(b);
         let (b0, s0, u0) = escape_half(lo);
         let (b1, s1, u1) = escape_half(hi);
-        let join = |a: u32, b: u32| a as u64 | (b as u64) << 32;
         Escapes {
             bs: join(b0, b1),
             simple: join(s0, s1),
@@ -930,21 +913,13 @@ mod x86 {
         ]
     }
 
-    /// # Safety
-    /// The CPU must support AVX2; `p` must point to 64 readable bytes.
+    /// [`Blocks::hex_masks`] at AVX2, a half at a time.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn hex_avx2(p: *const u8) -> HexMasks {
-        // SAFETY: the caller guarantees 64 readable bytes at `p`; loadu has no alignment need.
-        let (lo, hi) = unsafe {
-            (
-                _mm256_loadu_si256(p as *const __m256i),
-                _mm256_loadu_si256(p.add(32) as *const __m256i),
-            )
-        };
+    fn hex_avx2(b: &[u8; 64]) -> HexMasks {
+        let (lo, hi) = halves(b);
         let [h0, z0, o0, d0, c0] = hex_half(lo);
         let [h1, z1, o1, d1, c1] = hex_half(hi);
-        let join = |a: u32, b: u32| a as u64 | (b as u64) << 32;
         HexMasks {
             hex: join(h0, h1),
             zero: join(z0, z1),
@@ -1005,25 +980,25 @@ mod x86 {
         fn masks(self, b: &[u8; 64]) -> Masks {
             // SAFETY: an `Avx2Blocks` exists only inside `run_avx2`, which the
             // dispatcher calls after detecting AVX2 and POPCNT.
-            unsafe { masks_avx2(b.as_ptr()) }
+            unsafe { masks_avx2(b) }
         }
 
         #[inline(always)]
         fn utf8_flags(self, before: [u8; 3], b: &[u8; 64]) -> u64 {
             // SAFETY: as above.
-            unsafe { utf8_avx2(before, b.as_ptr()) }
+            unsafe { utf8_avx2(before, b) }
         }
 
         #[inline(always)]
         fn escape_masks(self, b: &[u8; 64]) -> Escapes {
             // SAFETY: as above.
-            unsafe { escapes_avx2(b.as_ptr()) }
+            unsafe { escapes_avx2(b) }
         }
 
         #[inline(always)]
         fn hex_masks(self, b: &[u8; 64]) -> HexMasks {
             // SAFETY: as above.
-            unsafe { hex_avx2(b.as_ptr()) }
+            unsafe { hex_avx2(b) }
         }
 
         #[inline(always)]
