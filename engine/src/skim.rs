@@ -123,11 +123,14 @@ pub(crate) const MIN_TOKENS_AVX2: u32 = 16;
 const WAIT_MAX: usize = 16 << 10;
 
 /// [`WAIT_MAX`] at AVX2, where a try costs more (its classes, and code
-/// that is cold by the time of the next try): at 16 KiB, `twitter`'s
-/// budgeted run (25 tries, each taking one sparse block) read 2–4% slower
-/// with the skim on than off; at 64 KiB as fast, and no other input moved
-/// (a Zen 3 host, forty-second round).
-const WAIT_MAX_AVX2: usize = 64 << 10;
+/// that is cold by the time of the next try; about a microsecond on a Zen 3
+/// host): at 16 KiB, `twitter`'s budgeted run (25 tries, each taking one
+/// sparse block) read 2–4% slower with the skim on than off (forty-second
+/// round). Since the wait counts down across feeds (forty-third round), 64
+/// KiB still cost `twitter` 2.5% against the wait begun afresh in each
+/// feed (which, as long as the 64 KiB feeds, never ran out); at 128 KiB it
+/// reads the same, and so do the other inputs.
+const WAIT_MAX_AVX2: usize = 128 << 10;
 
 /// The longest wait between the skip loop's tries of the skim, at the
 /// level in use ([`WAIT_MAX`], [`WAIT_MAX_AVX2`]). Asked only after a try.

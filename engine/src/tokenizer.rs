@@ -1357,6 +1357,14 @@ pub struct Tokenizer {
     /// kept across calls (and messages), so that input the skim does not
     /// take (escape-rich or pretty-printed) stops paying for tries.
     skim_wait: usize,
+    /// How many of those bytes the skip loop has still to take, counted
+    /// down across calls: each call waits for this (and at least a block)
+    /// from where it starts. Counted from each call's start alone, a wait
+    /// as long as the feeds (64 KiB at AVX2, in 64 KiB feeds or pipe reads)
+    /// was never over, and one sparse stretch turned the skim off for the
+    /// rest of the stream (a compact list after an indented part; the
+    /// forty-third round in `benches/performance-notes.md`).
+    skim_left: usize,
     /// One entry per open container: true for an object.
     stack: Vec<bool>,
     /// Absolute offset of byte 0 of the current chunk.
@@ -1442,6 +1450,7 @@ impl Tokenizer {
             max_depth,
             short_numbers: true,
             skim_wait: skim::BLOCK,
+            skim_left: skim::BLOCK,
             stack,
             base: 0,
             skip: None,
@@ -1485,11 +1494,11 @@ impl Tokenizer {
         let mut stack = std::mem::take(&mut self.stack);
         stack.clear();
         let (count_chars, lone) = (self.count_chars, self.lone_surrogates);
-        let skim_wait = self.skim_wait;
+        let (skim_wait, skim_left) = (self.skim_wait, self.skim_left);
         *self = Tokenizer::with_stack(self.max_depth, stack);
         self.count_chars = count_chars;
         self.lone_surrogates = lone;
-        self.skim_wait = skim_wait;
+        (self.skim_wait, self.skim_left) = (skim_wait, skim_left);
     }
 
     /// Open containers at this point.
@@ -2644,10 +2653,12 @@ impl Tokenizer {
         // machine opens it (`u32::MAX`, never a depth, for `skip_rest`).
         let one_depth = if sk.one { sk.depth } else { u32::MAX };
         // The block skim (where the CPU runs it) is tried once this loop
-        // has taken `skim_wait` bytes itself, at least a block's worth, so
-        // that a short skip (one dropped field) never pays for a try.
-        let mut skim_from = if skim::available() {
-            i + self.skim_wait
+        // has taken the rest of its wait (`skim_left`, counted across
+        // calls), and at least a block's worth in this call, so that a short
+        // skip (one dropped field) never pays for a try.
+        let skim_on = skim::available();
+        let mut skim_from = if skim_on {
+            i.saturating_add(self.skim_left.max(skim::BLOCK))
         } else {
             usize::MAX
         };
@@ -2669,6 +2680,8 @@ impl Tokenizer {
                     _ => None,
                 };
                 if let Some(t) = taken {
+                    #[cfg(test)]
+                    tests::SKIMMED.with(|n| n.set(n.get() + (t.end - i) as u64));
                     i = t.end;
                     depth = t.depth;
                     in_obj = self.in_object();
@@ -2793,6 +2806,9 @@ impl Tokenizer {
                 }
                 _ => break,
             }
+        }
+        if skim_on {
+            self.skim_left = skim_from.saturating_sub(i);
         }
         self.state = state;
         self.depth = depth;
@@ -3027,9 +3043,70 @@ mod tests {
     use super::{
         digits_end, fast_string, fast_string_at, hex4_table, hex4_word, inline_escape, number_end,
         number_end_bytes, short_number_end, skip_string, skip_string_short_first, u_escapes,
-        whole_string, FastStr, Passes,
+        whole_string, FastStr, Passes, Tok, Tokenizer,
     };
     use crate::scan::{self, Level};
+    use crate::skim;
+
+    thread_local! {
+        /// Bytes the block skim took in this thread's skips.
+        pub(super) static SKIMMED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The skip loop's wait between tries of the block skim is counted
+    /// across feeds. A stretch the skim does not take (strings with `\u`
+    /// escapes, indented) grows the wait to its longest; a compact list
+    /// after it is still skimmed, in feeds of 4 KiB, of the longest wait
+    /// and of twice that. Counted from each call's start alone, the wait
+    /// was never over in the first two, and the list went to the byte loop.
+    #[test]
+    fn the_skim_comes_back_after_a_sparse_stretch_in_any_feed_size() {
+        let item = "\n    {\n        \"text\": \"caf\\u00e9 \\u00e9t\\u00e9 \\u2014 long enough to fill a block and more\",\n        \"id\": 1\n    }";
+        let sparse = vec![item; 3_000].join(",");
+        let list = vec!["{\"id\":12,\"name\":\"item\",\"tags\":[\"a\",\"b\"],\"on\":true}"; 20_000]
+            .join(",");
+        let doc = format!("[{sparse},{list}]");
+        let doc = doc.as_bytes();
+        for feed in [4 << 10, skim::wait_max(), 2 * skim::wait_max()] {
+            SKIMMED.with(|n| n.set(0));
+            let mut t = Tokenizer::default();
+            let mut toks = Vec::new();
+            for chunk in doc.chunks(feed) {
+                let mut pos = 0;
+                loop {
+                    let tok = t.next(chunk, &mut pos).expect("valid");
+                    if tok == Tok::NeedMore {
+                        break;
+                    }
+                    if tok == Tok::BeginArray && toks.is_empty() {
+                        t.skip_rest(1, 0);
+                    }
+                    toks.push(tok);
+                }
+            }
+            while let Ok(tok) = t.next_eof() {
+                if tok == Tok::Eof {
+                    break;
+                }
+                toks.push(tok);
+            }
+            assert_eq!(
+                toks,
+                [Tok::BeginArray, Tok::Skipped(23_000), Tok::EndArray],
+                "feed {feed}"
+            );
+            let taken = SKIMMED.with(|n| n.get());
+            if skim::available() {
+                assert!(
+                    taken > list.len() as u64 * 9 / 10,
+                    "feed {feed}: the skim took {taken} of the list's {} bytes",
+                    list.len()
+                );
+            } else {
+                assert_eq!(taken, 0, "feed {feed}");
+            }
+        }
+    }
 
     /// The unit-by-unit reading of a string body that `fast_string` must
     /// match: (end, closing quote, decoded bytes, characters).
