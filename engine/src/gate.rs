@@ -371,14 +371,18 @@ impl RequestGate {
                 }),
             },
             Some(v) => {
-                // Answered here: the server never sees the call.
-                let mut line = Vec::with_capacity(512);
-                let id = (!facts.id.is_empty()).then_some(facts.id.as_slice());
-                v.write_response(&mut line, id, modern);
-                line.push(b'\n');
+                // Answered here: the server never sees the call. A call with
+                // no id is a notification, which nobody waits on: an answer
+                // with a null id would answer nothing the client sent.
+                let reply = request.then(|| {
+                    let mut line = Vec::with_capacity(512);
+                    v.write_response(&mut line, Some(&facts.id), modern);
+                    line.push(b'\n');
+                    line
+                });
                 Fate::Dropped {
                     why: Why::Refused(v),
-                    reply: Some(line),
+                    reply,
                 }
             }
             None => {

@@ -114,6 +114,23 @@ fn lines() -> Vec<(&'static str, Vec<u8>, Want)> {
             call(10, "echo", json!({"message":"z".repeat(3 * PASS_PIECE)})),
             Want::Drop("refused", Some(0)),
         ),
+        // A call with no id is a notification: refused, and answered to no
+        // one (an answer with a null id answers nothing the client sent).
+        (
+            "a call with no id over its cap",
+            br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"a":[1,2,3,4,5,6,7,8,9]}}}"#.to_vec(),
+            Want::Drop("refused", None),
+        ),
+        (
+            "a list tool given a query, with no id",
+            br#"{"jsonrpc":"2.0","idz":11,"method":"tools/call","params":{"name":"list_files","arguments":{"query":"x"}}}"#.to_vec(),
+            Want::Drop("refused", None),
+        ),
+        (
+            "a long call with no id",
+            format!(r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{"message":"{long}"}}}}}}"#).into_bytes(),
+            Want::Drop("refused", None),
+        ),
     ]
 }
 
