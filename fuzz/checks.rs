@@ -1012,7 +1012,7 @@ pub fn proxy_one(data: &[u8]) {
             g.feed(l);
             g.end_line();
             let f = g.facts();
-            (!f.method.is_empty()).then(|| value_of(&f.id)).flatten()
+            f.is_request().then(|| value_of(&f.id)).flatten()
         })
         .collect();
     let client_values: Vec<Option<Value>> = client_lines.iter().map(|l| value_of(l)).collect();
@@ -3710,14 +3710,16 @@ pub struct GuardRun {
 /// The guard's facts against [`walker_facts`]. On a line that is not valid
 /// JSON the guard may note `response` at a top-level `result` key whose value
 /// never comes (it decides at the key, so that a long answer is never held),
-/// where the walker notes it at the value: `response` is compared on valid
-/// lines only.
+/// where the walker notes it at the value: `response` (and `first_call` and
+/// `method_untaken`) are compared on valid lines only.
 pub fn assert_facts(facts: &RequestFacts, chunks: &[&[u8]], what: &str) {
     let mut want = walker_facts(chunks);
     let doc: Vec<u8> = chunks.concat();
     if valid_up_to(&doc, DEFAULT_NESTING as usize) != Some(true) {
         want.response = facts.response;
         want.first_call = facts.first_call;
+        // (Likewise a `method` the guard found untaken at its value's start.)
+        want.method_untaken = facts.method_untaken;
     }
     assert_eq!(
         facts, &want,
@@ -3748,22 +3750,44 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     let response = Cell::new(false);
     // In token order: the first method taken, or result/error before any.
     let first_call: Cell<Option<bool>> = Cell::new(None);
-    let mut decide = |path: &[Seg]| match path {
-        [k] if k.is(b"result") || k.is(b"error") => {
-            response.set(true);
+    // A `method` key whose value has not come as a scalar (yet): at the next
+    // key, or the end, it was not taken (a container, a string over the cap).
+    let method_open = Cell::new(false);
+    let untaken = Cell::new(false);
+    let settle = || {
+        if method_open.replace(false) {
+            untaken.set(true);
             if first_call.get().is_none() {
                 first_call.set(Some(false));
             }
-            Want::Skip
         }
-        [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
-        [k] if k.is(b"params") => Want::Descend,
-        [p, k] if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) => {
-            Want::Capture
+    };
+    let mut decide = |path: &[Seg]| {
+        settle();
+        if let [k] = path {
+            if k.is(b"method") {
+                method_open.set(true);
+            }
         }
-        [p, k] if p.is(b"params") && (k.is(b"task") || k.is(b"_meta")) => Want::Descend,
-        [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(VERSION) => Want::Capture,
-        _ => Want::Skip,
+        match path {
+            [k] if k.is(b"result") || k.is(b"error") => {
+                response.set(true);
+                if first_call.get().is_none() {
+                    first_call.set(Some(false));
+                }
+                Want::Skip
+            }
+            [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
+            [k] if k.is(b"params") => Want::Descend,
+            [p, k]
+                if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) =>
+            {
+                Want::Capture
+            }
+            [p, k] if p.is(b"params") && (k.is(b"task") || k.is(b"_meta")) => Want::Descend,
+            [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(VERSION) => Want::Capture,
+            _ => Want::Skip,
+        }
     };
     let mut f = RequestFacts::default();
     let mut on = |ev: Event<'_>| {
@@ -3775,6 +3799,8 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
             Event::Enter([p, k], true) if p.is(b"params") && k.is(b"task") => f.task = true,
             Event::Scalar(path, raw) => match path {
                 [k] if k.is(b"method") => {
+                    method_open.set(false);
+                    untaken.set(false);
                     let method = by_value(raw);
                     if first_call.get().is_none() {
                         first_call.set(Some(method == b"\"tools/call\""));
@@ -3801,6 +3827,8 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     if ok {
         let _ = w.finish(&mut decide, &mut on);
     }
+    settle();
+    f.method_untaken = untaken.get();
     f.response = response.get();
     f.first_call = first_call.get();
     f

@@ -368,6 +368,11 @@ enum Fact {
 pub struct RequestFacts {
     /// Top-level `method`.
     pub method: Vec<u8>,
+    /// A top-level `method` was there but not taken: a container, or a
+    /// string longer than the cap. Such a line is still a request when it
+    /// has an id ([`RequestFacts::is_request`]): it is owed an answer, and
+    /// its method is not `tools/call`.
+    pub method_untaken: bool,
     /// Top-level `id`.
     pub id: Vec<u8>,
     /// `params.name`.
@@ -404,6 +409,7 @@ impl RequestFacts {
             v.clear();
         }
         self.task = false;
+        self.method_untaken = false;
         self.response = false;
         self.first_call = None;
     }
@@ -420,10 +426,10 @@ impl RequestFacts {
     }
 
     /// Whether the line is a request of its sender's, owed an answer: it has
-    /// both an `id` and a `method` (a line with an id and no method answers
-    /// the other side, and its id is the other side's).
+    /// both an `id` and a `method`, whatever its value (a line with an id
+    /// and no method answers the other side, and its id is the other side's).
     pub fn is_request(&self) -> bool {
-        !self.id.is_empty() && !self.method.is_empty()
+        !self.id.is_empty() && (!self.method.is_empty() || self.method_untaken)
     }
 
     /// Whether the method is `tools/call`.
@@ -822,10 +828,21 @@ impl Guard {
                 field.clear();
                 field.extend_from_slice(&text);
                 if f == Fact::Method {
+                    self.facts.method_untaken = false;
                     self.shown(call, pos);
                 }
+            } else if f == Fact::Method {
+                // Longer than any spelling of `tools/call`: another method.
+                self.method_untaken(pos);
             }
         }
+    }
+
+    /// A top-level `method` whose value is not taken (a container, a
+    /// string over the cap), at `pos`: a method other than `tools/call`.
+    fn method_untaken(&mut self, pos: usize) {
+        self.facts.method_untaken = true;
+        self.shown(false, pos);
     }
 
     /// The line showed what it is (its first method, or a `result` or `error`
@@ -1202,7 +1219,12 @@ impl Guard {
                             self.lex.skip_one(d - 1);
                         }
                         // A container where a scalar fact belongs is not one.
-                        (e, _, _) if e.fact().is_some() => self.lex.skip_one(d.saturating_sub(1)),
+                        (e, _, _) if e.fact().is_some() => {
+                            if e == Expect::Method {
+                                self.method_untaken(pos);
+                            }
+                            self.lex.skip_one(d.saturating_sub(1));
+                        }
                         (Expect::Args, 3, _) => {
                             // A duplicate `arguments` is measured too (readers keep the
                             // last one; every one must hold the caps); its top-level
@@ -1538,6 +1560,34 @@ impl Guard {
 #[cfg(test)]
 mod tests {
     use super::Guard;
+
+    /// A `method` whose value is not taken (a container, a string longer
+    /// than the cap) still makes a line with an id a request, owed an
+    /// answer, and one that is not a call: a later `"tools/call"` does not
+    /// make it one. However the reads split the line.
+    #[test]
+    fn a_method_that_is_not_taken_still_makes_a_request() {
+        let long = "m".repeat(300);
+        let lines = [
+            (r#"{"jsonrpc":"2.0","id":1,"method":{"name":"tools/call"},"params":{}}"#.to_string(), true),
+            (format!(r#"{{"jsonrpc":"2.0","id":2,"method":"{long}"}}"#), true),
+            (r#"{"jsonrpc":"2.0","method":["tools/call"]}"#.to_string(), false),
+            (r#"{"jsonrpc":"2.0","id":3,"method":[1],"method":"tools/call","params":{"name":"a","arguments":{}}}"#.to_string(), true),
+        ];
+        for (line, request) in &lines {
+            for piece in [line.len(), 1, 2, 7] {
+                let mut g = Guard::default();
+                for c in line.as_bytes().chunks(piece) {
+                    g.feed(c);
+                }
+                g.end_line();
+                let f = g.facts();
+                assert_eq!(f.is_request(), *request, "{line} in {piece}s");
+                assert!(f.method_untaken || f.is_call(), "{line} in {piece}s");
+                assert_eq!(f.first_call, Some(false), "{line} in {piece}s");
+            }
+        }
+    }
 
     /// The tool's name is what the server reads, however it is spelled and
     /// however the reads split it: its row is found either way.
