@@ -1360,10 +1360,11 @@ pub struct Tokenizer {
     /// How many of those bytes the skip loop has still to take, counted
     /// down across calls: each call waits for this (and at least a block)
     /// from where it starts. Counted from each call's start alone, a wait
-    /// as long as the feeds (64 KiB at AVX2, in 64 KiB feeds or pipe reads)
-    /// was never over, and one sparse stretch turned the skim off for the
-    /// rest of the stream (a compact list after an indented part; the
-    /// forty-third round in `benches/performance-notes.md`).
+    /// as long as the feeds (at AVX2 the longest was then 64 KiB, as long as
+    /// the benches' feeds and the proxy's reads) was never over, and one
+    /// sparse stretch turned the skim off for the rest of the stream (a
+    /// compact list after an indented part; the forty-third round in
+    /// `benches/performance-notes.md`).
     skim_left: usize,
     /// One entry per open container: true for an object.
     stack: Vec<bool>,
