@@ -768,26 +768,27 @@ mod x86 {
         let c1f = _mm256_set1_epi8(0x1F);
         let ctrl = |v: __m256i| _mm256_cmpeq_epi8(_mm256_max_epu8(v, c1f), c1f);
         // The classes most blocks have none of, by one `movemask` of their
-        // union: each `movemask` is a cycle on its own port.
-        let set1 = |c: u8| _mm256_set1_epi8(c as i8);
-        let (bs, pl, big) = (set1(b'\\'), set1(b'+'), set1(b'E'));
-        let half_rare = |v: __m256i| {
-            let a = _mm256_or_si256(_mm256_cmpeq_epi8(v, bs), _mm256_cmpeq_epi8(v, pl));
-            let b = _mm256_or_si256(_mm256_cmpeq_epi8(v, big), ctrl(v));
-            // A high byte's own top bit.
-            _mm256_or_si256(_mm256_or_si256(a, b), v)
+        // union (a high byte by its own top bit): each `movemask` is a cycle
+        // on its own port. Each class's halves, compared once.
+        let cmp = |c: u8| {
+            let c = _mm256_set1_epi8(c as i8);
+            [_mm256_cmpeq_epi8(lo, c), _mm256_cmpeq_epi8(hi, c)]
         };
-        let rare = _mm256_movemask_epi8(_mm256_or_si256(half_rare(lo), half_rare(hi))) != 0;
-        let (bslash, ctrl_bytes, high, plus, big_e) = if rare {
-            (
-                eq(b'\\'),
-                join_halves(ctrl(lo), ctrl(hi)),
-                join_halves(lo, hi),
-                eq(b'+'),
-                eq(b'E'),
-            )
+        let rare = [
+            cmp(b'\\'),
+            [ctrl(lo), ctrl(hi)],
+            [lo, hi],
+            cmp(b'+'),
+            cmp(b'E'),
+        ];
+        let union = rare
+            .iter()
+            .flatten()
+            .fold(_mm256_setzero_si256(), |u, &v| _mm256_or_si256(u, v));
+        let [bslash, ctrl_bytes, high, plus, big_e] = if _mm256_movemask_epi8(union) != 0 {
+            rare.map(|[l, h]| join_halves(l, h))
         } else {
-            (0, 0, 0, 0, 0)
+            [0; 5]
         };
         Classes {
             quote: eq(b'"'),
