@@ -1133,15 +1133,15 @@ pub fn proxy_one(data: &[u8]) {
         // (Ids compared as written: the proxy never rewrites one.)
         let ids: Vec<&[u8]> = doc.get_all(s, b"id").iter().map(|n| n.raw(s)).collect();
         // (An `error` member is budgeted even in a line with a method.)
-        let answer = !ids.is_empty()
-            && (doc.get_all(s, b"method").is_empty() || !doc.get_all(s, b"error").is_empty());
+        let no_method = doc.get_all(s, b"method").is_empty();
+        let has_error = !doc.get_all(s, b"error").is_empty();
+        let answer = !ids.is_empty() && (no_method || has_error);
         // An answer with no id at all (a `result` or `error`, no `method`)
         // gets the pending calls' treatment, as one whose id names no
         // pending call does (`docs/proxy.md`, "Ids are matched by value"),
         // and comes out bounded, with no id.
-        let idless = ids.is_empty()
-            && doc.get_all(s, b"method").is_empty()
-            && !(doc.get_all(s, b"result").is_empty() && doc.get_all(s, b"error").is_empty());
+        let idless =
+            ids.is_empty() && no_method && (has_error || !doc.get_all(s, b"result").is_empty());
         loop {
             let Some(&c) = got.get(k) else {
                 panic!(
@@ -3764,11 +3764,6 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     };
     let mut decide = |path: &[Seg]| {
         settle();
-        if let [k] = path {
-            if k.is(b"method") {
-                method_open.set(true);
-            }
-        }
         match path {
             [k] if k.is(b"result") || k.is(b"error") => {
                 response.set(true);
@@ -3777,7 +3772,11 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
                 }
                 Want::Skip
             }
-            [k] if k.is(b"method") || k.is(b"id") => Want::Capture,
+            [k] if k.is(b"method") => {
+                method_open.set(true);
+                Want::Capture
+            }
+            [k] if k.is(b"id") => Want::Capture,
             [k] if k.is(b"params") => Want::Descend,
             [p, k]
                 if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) =>

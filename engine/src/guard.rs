@@ -429,7 +429,12 @@ impl RequestFacts {
     /// both an `id` and a `method`, whatever its value (a line with an id
     /// and no method answers the other side, and its id is the other side's).
     pub fn is_request(&self) -> bool {
-        !self.id.is_empty() && (!self.method.is_empty() || self.method_untaken)
+        !self.id.is_empty() && self.has_method()
+    }
+
+    /// Whether the line has a top-level `method`, taken or not.
+    pub fn has_method(&self) -> bool {
+        !self.method.is_empty() || self.method_untaken
     }
 
     /// Whether the method is `tools/call`.

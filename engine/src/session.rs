@@ -775,7 +775,7 @@ impl Calls {
 
 /// Note a forwarded request as pending; `tool` is a call's tool name.
 pub(crate) fn register(shared: &Shared, f: &RequestFacts, tool: &str) {
-    if f.method.is_empty() && !f.method_untaken {
+    if !f.has_method() {
         return;
     }
     // The method as the request wrote it (quoted raw JSON).
