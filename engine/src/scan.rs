@@ -584,6 +584,9 @@ mod x86 {
         let n = loop {
             let Some(w) = s.get(i..i + 64) else {
                 let rest = s.get(i..).unwrap_or(&[]);
+                if rest.is_empty() {
+                    break i;
+                }
                 let r = ascii_run_sse2(rest);
                 // SAFETY: `d` has `s.len()` bytes of spare capacity (`s` is
                 // cut to it above) and `i + r <= s.len()`; source and destination are
