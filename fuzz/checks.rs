@@ -3801,8 +3801,12 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
                     method_open.set(false);
                     untaken.set(false);
                     let method = by_value(raw);
+                    let call = method == b"\"tools/call\"";
+                    if call && first_call.get() == Some(false) {
+                        f.call_late = true;
+                    }
                     if first_call.get().is_none() {
-                        first_call.set(Some(method == b"\"tools/call\""));
+                        first_call.set(Some(call));
                     }
                     set(&mut f.method, &method)
                 }

@@ -132,6 +132,9 @@ pub struct RequestGate {
     streamed: bool,
     /// The line named `tools/call` after it was taken for something else.
     cut: bool,
+    /// The line was handed on unchecked, with no method within the hold
+    /// ([`Notice::PassedUnchecked`]): taken for something else by its size.
+    unchecked: bool,
     /// The line's first byte that is not whitespace; `None` while only
     /// whitespace came (a blank line goes on, and is never "broken").
     first: Option<u8>,
@@ -164,6 +167,7 @@ impl RequestGate {
             refused: false,
             streamed: false,
             cut: false,
+            unchecked: false,
             first: None,
             ended: false,
             tool: String::new(),
@@ -212,6 +216,7 @@ impl RequestGate {
             self.refused = false;
             self.streamed = false;
             self.cut = false;
+            self.unchecked = false;
             self.first = None;
             self.tool.clear();
             self.guard.reset();
@@ -239,8 +244,7 @@ impl RequestGate {
         let not_message = framing::not_one_object(self.first);
         // One walk of the guard reads the facts and measures a call.
         let verdict = self.guard.feed(piece);
-        let facts = self.guard.facts();
-        let (is_call, first_call) = (facts.is_call(), facts.first_call);
+        let first_call = self.guard.facts().first_call;
         if self.decided.is_none() {
             // Decided by what the line showed first, in token order (so
             // however its pieces fall): its first method, or a top-level
@@ -251,7 +255,7 @@ impl RequestGate {
                 self.guard.not_a_call();
             }
         }
-        if is_call && self.decided == Some(false) && !self.cut {
+        if self.named_call_late() && !self.cut {
             // Handed on as an answer or another method, it names tools/call
             // after all (after its result, or in a duplicate method): the
             // guard never measured it as a call.
@@ -292,6 +296,7 @@ impl RequestGate {
                 // this is a safety net only.)
                 notice = Some(Notice::PassedUnchecked);
                 self.decided = Some(false);
+                self.unchecked = true;
                 send(&self.held);
                 self.held.clear();
                 send(piece);
@@ -300,6 +305,15 @@ impl RequestGate {
             _ => self.held.extend_from_slice(piece),
         }
         notice
+    }
+
+    /// Whether the line named `tools/call` after it was taken for something
+    /// else: by its first sign ([`RequestFacts::call_late`], in the order of
+    /// its tokens, so a later method does not take it back and the pieces'
+    /// ends do not matter), or by its size before any method.
+    fn named_call_late(&self) -> bool {
+        let facts = self.guard.facts();
+        facts.call_late || (self.unchecked && facts.first_call == Some(true))
     }
 
     /// The line ended (its newline, or the end of the input after it). Says
@@ -325,7 +339,7 @@ impl RequestGate {
         } else {
             None
         };
-        self.cut |= is_call && self.decided == Some(false);
+        self.cut |= self.named_call_late();
         let broken = self.guard.is_broken() && self.first.is_some();
         let not_message = framing::not_one_object(self.first);
         let facts = self.guard.facts();

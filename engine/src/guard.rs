@@ -393,6 +393,11 @@ pub struct RequestFacts {
     /// `method` taken is `"tools/call"`, `Some(false)` if that method is another
     /// or a top-level `result` or `error` came before any; `None` until then.
     pub first_call: Option<bool>,
+    /// A top-level `method` taken as `"tools/call"` after the line showed
+    /// itself to be something else (`first_call` was `Some(false)`), in the
+    /// order of its tokens: it stays set whatever method comes after, so it
+    /// does not depend on where the line's pieces end.
+    pub call_late: bool,
 }
 
 impl RequestFacts {
@@ -412,6 +417,7 @@ impl RequestFacts {
         self.method_untaken = false;
         self.response = false;
         self.first_call = None;
+        self.call_late = false;
     }
 
     fn field(&mut self, f: Fact) -> &mut Vec<u8> {
@@ -834,6 +840,7 @@ impl Guard {
                 field.extend_from_slice(&text);
                 if f == Fact::Method {
                     self.facts.method_untaken = false;
+                    self.facts.call_late |= call && self.facts.first_call == Some(false);
                     self.shown(call, pos);
                 }
             } else if f == Fact::Method {
@@ -1590,6 +1597,47 @@ mod tests {
                 assert_eq!(f.is_request(), *request, "{line} in {piece}s");
                 assert!(f.method_untaken || f.is_call(), "{line} in {piece}s");
                 assert_eq!(f.first_call, Some(false), "{line} in {piece}s");
+            }
+        }
+    }
+
+    /// `tools/call` after the line showed itself to be something else is
+    /// late in the order of the tokens, and a later method does not take it
+    /// back: the same at every split point (fuzzing, finding 21).
+    #[test]
+    fn a_late_call_stays_late_whatever_the_reads() {
+        let lines = [
+            (r#"{"id":1,"method":"ping","method":"tools/call"}"#, true),
+            (
+                r#"{"id":2,"method":"ping","method":"tools/call","method":"ping"}"#,
+                true,
+            ),
+            (
+                r#"{"id":3,"result":{},"method":"tools/call","method":"x"}"#,
+                true,
+            ),
+            (
+                r#"{"id":4,"method":[1],"method":"tools/call","method":"x"}"#,
+                true,
+            ),
+            (r#"{"id":5,"method":"tools/call","method":"ping"}"#, false),
+            (
+                r#"{"id":6,"method":"tools/call","method":"ping","method":"tools/call"}"#,
+                false,
+            ),
+            (
+                r#"{"id":7,"method":"ping","params":{"method":"tools/call"}}"#,
+                false,
+            ),
+        ];
+        for (line, late) in lines {
+            let b = line.as_bytes();
+            for p in 0..=b.len() {
+                let mut g = Guard::default();
+                g.feed(&b[..p]);
+                g.feed(&b[p..]);
+                g.end_line();
+                assert_eq!(g.facts().call_late, late, "{line} split at {p}");
             }
         }
     }

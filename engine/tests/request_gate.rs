@@ -89,6 +89,23 @@ fn lines() -> Vec<(&'static str, Vec<u8>, Want)> {
             br#"{"jsonrpc":"2.0","id":9,"method":"ping","method":"tools/call","params":{"name":"echo","arguments":{}}}"#.to_vec(),
             Want::Drop("late", Some(-32600)),
         ),
+        // Found by fuzzing (finding 21): a third `method` after the call
+        // took it back, so the line was late or not by where a read ended.
+        (
+            "ping, tools/call, then ping again",
+            br#"{"jsonrpc":"2.0","id":11,"method":"ping","method":"tools/call","method":"ping"}"#.to_vec(),
+            Want::Drop("late", Some(-32600)),
+        ),
+        (
+            "ping, tools/call, ping again, then broken",
+            br#"{"jsonrpc":"2.0","id":12,"method":"ping","method":"tools/call","method":"ping","params":NaN}"#.to_vec(),
+            Want::Drop("late", Some(-32600)),
+        ),
+        (
+            "ping, broken, then tools/call",
+            br#"{"jsonrpc":"2.0","id":13,"method":"ping","params":NaN,"method":"tools/call"}"#.to_vec(),
+            Want::Drop("json", Some(-32700)),
+        ),
         (
             "a notification over the caps",
             br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"a long reason, longer than the string cap of the arguments, which does not apply to it"}}"#.to_vec(),
