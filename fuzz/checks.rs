@@ -1004,16 +1004,22 @@ pub fn proxy_one(data: &[u8]) {
     let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
     // The id of each request as far as the guard read it.
     let client_lines = lines_of(&client);
-    let sent_ids: Vec<Value> = client_lines
+    let client_facts: Vec<RequestFacts> = client_lines
         .iter()
-        .filter_map(|l| {
+        .map(|l| {
             let mut g = Guard::new(ArgCaps::DEFAULT);
             g.set_lone_surrogates(!cfg.strict);
             g.feed(l);
             g.end_line();
-            let f = g.facts();
-            f.is_request().then(|| value_of(&f.id)).flatten()
+            g.facts().clone()
         })
+        .collect();
+    // (A request whose id the guard could not take is answered with a null
+    // id, JSON-RPC's id for one that cannot be read.)
+    let sent_ids: Vec<Value> = client_facts
+        .iter()
+        .filter(|f| f.is_request())
+        .filter_map(|f| f.reply_id().map_or(Some(Value::Null), value_of))
         .collect();
     let client_values: Vec<Option<Value>> = client_lines.iter().map(|l| value_of(l)).collect();
     // (A request cut short is answered too: its id as far as it was read.)
@@ -1207,10 +1213,32 @@ pub fn proxy_one(data: &[u8]) {
     let requests: Vec<&Value> = client_lines
         .iter()
         .zip(&client_values)
-        .filter(|(l, _)| readable(l))
-        .filter_map(|(_, v)| v.as_ref())
-        .filter(|v| v.get("method").is_some())
+        .zip(&client_facts)
+        .filter(|((l, _), _)| readable(l))
+        .filter_map(|((_, v), f)| Some((v.as_ref()?, f)))
+        .filter(|(v, _)| v.get("method").is_some())
+        // An id the guard could not take (an object, an array, a string
+        // over its cap) is answered with a null id: looked for below.
+        .filter(|(_, f)| !f.id_untaken)
+        .map(|(v, _)| v)
         .collect();
+    let unreadable_ids = client_lines
+        .iter()
+        .zip(&client_values)
+        .zip(&client_facts)
+        .filter(|((l, v), f)| {
+            readable(l) && v.as_ref().is_some_and(|v| v.get("method").is_some()) && f.id_untaken
+        })
+        .count();
+    let null_answers = answers
+        .iter()
+        .filter(|a| own(a) && !not_one(a) && a["id"].is_null())
+        .count();
+    assert!(
+        null_answers >= unreadable_ids,
+        "{unreadable_ids} requests whose id cannot be read, {null_answers} answers with a null id:\n{}",
+        squash(&whole.to_client)
+    );
     let cancelled: Vec<&Value> = requests
         .iter()
         .filter(|v| v["method"] == "notifications/cancelled")
@@ -3718,8 +3746,10 @@ pub fn assert_facts(facts: &RequestFacts, chunks: &[&[u8]], what: &str) {
     if valid_up_to(&doc, DEFAULT_NESTING as usize) != Some(true) {
         want.response = facts.response;
         want.first_call = facts.first_call;
-        // (Likewise a `method` the guard found untaken at its value's start.)
+        // (Likewise a `method` or an `id` the guard found untaken at its
+        // value's start.)
         want.method_untaken = facts.method_untaken;
+        want.id_untaken = facts.id_untaken;
     }
     assert_eq!(
         facts, &want,
@@ -3754,7 +3784,13 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     // key, or the end, it was not taken (a container, a string over the cap).
     let method_open = Cell::new(false);
     let untaken = Cell::new(false);
+    // Likewise an `id` key (the last one counts).
+    let id_open = Cell::new(false);
+    let id_untaken = Cell::new(false);
     let settle = || {
+        if id_open.replace(false) {
+            id_untaken.set(true);
+        }
         if method_open.replace(false) {
             untaken.set(true);
             if first_call.get().is_none() {
@@ -3776,7 +3812,10 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
                 method_open.set(true);
                 Want::Capture
             }
-            [k] if k.is(b"id") => Want::Capture,
+            [k] if k.is(b"id") => {
+                id_open.set(true);
+                Want::Capture
+            }
             [k] if k.is(b"params") => Want::Descend,
             [p, k]
                 if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) =>
@@ -3810,7 +3849,11 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
                     }
                     set(&mut f.method, &method)
                 }
-                [k] if k.is(b"id") => set(&mut f.id, raw),
+                [k] if k.is(b"id") => {
+                    id_open.set(false);
+                    id_untaken.set(false);
+                    set(&mut f.id, raw)
+                }
                 [_, k] if k.is(b"name") => set(&mut f.name, &by_value(raw)),
                 [_, k] if k.is(b"requestId") => set(&mut f.request_id, raw),
                 [_, k] if k.is(b"taskId") => set(&mut f.task_id, &by_value(raw)),
@@ -3832,6 +3875,7 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     }
     settle();
     f.method_untaken = untaken.get();
+    f.id_untaken = id_untaken.get();
     f.response = response.get();
     f.first_call = first_call.get();
     f

@@ -13,9 +13,11 @@
 //!   `isError: true` result;
 //! - a line that is not valid JSON, that is a batch or a bare value (the guard
 //!   cannot check the calls inside a batch, and a server that still reads
-//!   batches would run them), or that names `tools/call` only after it was sent
-//!   on as something else, does not go on; the part of it that already went,
-//!   if any, is ended with a newline so the server reads one broken line.
+//!   batches would run them), that names `tools/call` only after it was sent
+//!   on as something else, or that is a request whose id the proxy cannot
+//!   read (an object or an array, or over 256 bytes: nothing could be
+//!   matched to it), does not go on; the part of it that already went, if
+//!   any, is ended with a newline so the server reads one broken line.
 //!
 //! The gate writes nothing itself. [`RequestGate::feed`] hands the caller what
 //! to send on now; [`RequestGate::end_line`] gives the line's [`Fate`], and
@@ -83,6 +85,11 @@ pub enum Why {
     Refused(GuardVerdict),
     /// Given to [`RequestGate::check`], it holds a newline before its end.
     NotOneLine,
+    /// A request whose last `id` is not one the proxy can read
+    /// ([`RequestFacts::id_untaken`]): an object or an array, which JSON-RPC
+    /// does not allow, or a scalar longer than 256 bytes. No answer could
+    /// be matched to it, nor could the proxy answer it by its id.
+    IdUnreadable,
 }
 
 impl Why {
@@ -99,6 +106,9 @@ impl Why {
             }
             Why::Refused(v) => format!("refused tools/call {tool}: {}", v.summary()),
             Why::NotOneLine => "dropped a message that holds a newline before its end".into(),
+            Why::IdUnreadable => {
+                "dropped a request whose id is not a string or a number of up to 256 bytes".into()
+            }
         }
     }
 }
@@ -344,11 +354,12 @@ impl RequestGate {
         let not_message = framing::not_one_object(self.first);
         let facts = self.guard.facts();
         let request = facts.is_request();
-        let error = |code: i32, message: &str| jsonrpc::error_reply(Some(&facts.id), code, message);
+        let error =
+            |code: i32, message: &str| jsonrpc::error_reply(facts.reply_id(), code, message);
         let fate = match verdict {
             _ if self.cut => Fate::Dropped {
                 why: Why::NamedCallLate,
-                reply: (!facts.id.is_empty()).then(|| {
+                reply: request.then(|| {
                     error(
                         jsonrpc::INVALID_REQUEST,
                         "resultbudget: the message named tools/call only after it was taken for another kind of message (a result, or another method first), and was not forwarded",
@@ -372,6 +383,16 @@ impl RequestGate {
                     &format!("{}; MCP sends one message per line", jsonrpc::NOT_ONE_MESSAGE),
                 )),
             },
+            // A request whose id cannot be read: nothing could answer it by
+            // its id, so it is answered here, by JSON-RPC's rule for an id
+            // that cannot be read: a null one.
+            _ if facts.id_untaken && facts.has_method() => Fate::Dropped {
+                why: Why::IdUnreadable,
+                reply: Some(error(
+                    jsonrpc::INVALID_REQUEST,
+                    "resultbudget: the request's id is not a string or a number of up to 256 bytes, so no answer could be matched to it; it was not forwarded",
+                )),
+            },
             // Refused before its method was known: it is gone. Only a request
             // of the client's is answered: a line with no method answers the
             // server, and its id is the server's.
@@ -390,7 +411,7 @@ impl RequestGate {
                 // with a null id would answer nothing the client sent.
                 let reply = request.then(|| {
                     let mut line = Vec::with_capacity(512);
-                    v.write_response(&mut line, Some(&facts.id), modern);
+                    v.write_response(&mut line, facts.reply_id(), modern);
                     line.push(b'\n');
                     line
                 });
@@ -458,7 +479,7 @@ impl RequestGate {
                     why: Why::NotOneLine,
                     reply: facts.is_request().then(|| {
                         jsonrpc::error_reply(
-                            Some(&facts.id),
+                            facts.reply_id(),
                             jsonrpc::INVALID_REQUEST,
                             "resultbudget: the message holds a newline, so it cannot be sent as one line; it was not forwarded",
                         )

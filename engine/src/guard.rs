@@ -373,8 +373,14 @@ pub struct RequestFacts {
     /// has an id ([`RequestFacts::is_request`]): it is owed an answer, and
     /// its method is not `tools/call`.
     pub method_untaken: bool,
-    /// Top-level `id`.
+    /// Top-level `id` (the last one taken).
     pub id: Vec<u8>,
+    /// The last top-level `id` was there but not taken: a container (not a
+    /// JSON-RPC id), or a scalar longer than the cap. No answer can name it,
+    /// so a request with it is not one the proxy can answer or match an
+    /// answer to ([`RequestFacts::is_request`] counts it; `id` then holds
+    /// an earlier id's text, or nothing).
+    pub id_untaken: bool,
     /// `params.name`.
     pub name: Vec<u8>,
     /// `params.requestId` (of `notifications/cancelled`).
@@ -415,6 +421,7 @@ impl RequestFacts {
         }
         self.task = false;
         self.method_untaken = false;
+        self.id_untaken = false;
         self.response = false;
         self.first_call = None;
         self.call_late = false;
@@ -435,7 +442,14 @@ impl RequestFacts {
     /// both an `id` and a `method`, whatever its value (a line with an id
     /// and no method answers the other side, and its id is the other side's).
     pub fn is_request(&self) -> bool {
-        !self.id.is_empty() && self.has_method()
+        (!self.id.is_empty() || self.id_untaken) && self.has_method()
+    }
+
+    /// The id an answer to the line names: its raw text, or `None` (JSON-RPC's
+    /// `null`) when its last `id` was not taken ([`RequestFacts::id_untaken`])
+    /// or it has none.
+    pub fn reply_id(&self) -> Option<&[u8]> {
+        (!self.id_untaken && !self.id.is_empty()).then_some(self.id.as_slice())
     }
 
     /// Whether the line has a top-level `method`, taken or not.
@@ -843,9 +857,14 @@ impl Guard {
                     self.facts.call_late |= call && self.facts.first_call == Some(false);
                     self.shown(call, pos);
                 }
+                if f == Fact::Id {
+                    self.facts.id_untaken = false;
+                }
             } else if f == Fact::Method {
                 // Longer than any spelling of `tools/call`: another method.
                 self.method_untaken(pos);
+            } else if f == Fact::Id {
+                self.facts.id_untaken = true;
             }
         }
     }
@@ -1234,6 +1253,9 @@ impl Guard {
                         (e, _, _) if e.fact().is_some() => {
                             if e == Expect::Method {
                                 self.method_untaken(pos);
+                            }
+                            if e == Expect::Id {
+                                self.facts.id_untaken = true;
                             }
                             self.lex.skip_one(d.saturating_sub(1));
                         }
