@@ -3784,7 +3784,7 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
     // key, or the end, it was not taken (a container, a string over the cap).
     let method_open = Cell::new(false);
     let untaken = Cell::new(false);
-    // Likewise an `id` key (the last one counts).
+    // Likewise an `id` key (any one: a taken one after it does not count).
     let id_open = Cell::new(false);
     let id_untaken = Cell::new(false);
     let settle = || {
@@ -3851,7 +3851,6 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
                 }
                 [k] if k.is(b"id") => {
                     id_open.set(false);
-                    id_untaken.set(false);
                     set(&mut f.id, raw)
                 }
                 [_, k] if k.is(b"name") => set(&mut f.name, &by_value(raw)),

@@ -85,10 +85,11 @@ pub enum Why {
     Refused(GuardVerdict),
     /// Given to [`RequestGate::check`], it holds a newline before its end.
     NotOneLine,
-    /// A request whose last `id` is not one the proxy can read
+    /// A request with an `id` the proxy cannot read
     /// ([`RequestFacts::id_untaken`]): an object or an array, which JSON-RPC
     /// does not allow, or a scalar longer than 256 bytes. No answer could
-    /// be matched to it, nor could the proxy answer it by its id.
+    /// be matched to it, nor could the proxy answer it by its id. Nothing of
+    /// it goes on from the piece that shows it.
     IdUnreadable,
 }
 
@@ -281,7 +282,12 @@ impl RequestGate {
             // The hold is let go of, not only emptied: it may be large.
             self.held = Vec::new();
         }
-        let rejected = self.cut || not_message || self.refused || self.guard.is_broken();
+        let facts = self.guard.facts();
+        // A request whose id cannot be read goes no further from the piece
+        // that shows it (its id, or its method after such an id).
+        let unreadable = facts.id_untaken && facts.has_method();
+        let rejected =
+            self.cut || not_message || self.refused || unreadable || self.guard.is_broken();
         match self.decided {
             // Refused or cut: nothing more of this line goes on. Nor after the
             // guard found it is not valid JSON: a lenient parser could read on

@@ -375,11 +375,13 @@ pub struct RequestFacts {
     pub method_untaken: bool,
     /// Top-level `id` (the last one taken).
     pub id: Vec<u8>,
-    /// The last top-level `id` was there but not taken: a container (not a
+    /// A top-level `id` was there but not taken: a container (not a
     /// JSON-RPC id), or a scalar longer than the cap. No answer can name it,
     /// so a request with it is not one the proxy can answer or match an
     /// answer to ([`RequestFacts::is_request`] counts it; `id` then holds
-    /// an earlier id's text, or nothing).
+    /// another id's text, or nothing). Set at the id, in the order of the
+    /// tokens, and not cleared by another `id`: a line that has one is
+    /// stopped there, whatever comes after.
     pub id_untaken: bool,
     /// `params.name`.
     pub name: Vec<u8>,
@@ -446,7 +448,7 @@ impl RequestFacts {
     }
 
     /// The id an answer to the line names: its raw text, or `None` (JSON-RPC's
-    /// `null`) when its last `id` was not taken ([`RequestFacts::id_untaken`])
+    /// `null`) when an `id` of it was not taken ([`RequestFacts::id_untaken`])
     /// or it has none.
     pub fn reply_id(&self) -> Option<&[u8]> {
         (!self.id_untaken && !self.id.is_empty()).then_some(self.id.as_slice())
@@ -856,9 +858,6 @@ impl Guard {
                     self.facts.method_untaken = false;
                     self.facts.call_late |= call && self.facts.first_call == Some(false);
                     self.shown(call, pos);
-                }
-                if f == Fact::Id {
-                    self.facts.id_untaken = false;
                 }
             } else if f == Fact::Method {
                 // Longer than any spelling of `tools/call`: another method.

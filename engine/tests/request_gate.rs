@@ -133,7 +133,17 @@ fn lines() -> Vec<(&'static str, Vec<u8>, Want)> {
         (
             "a ping whose array id comes before its last",
             br#"{"jsonrpc":"2.0","id":[15],"method":"ping","id":15}"#.to_vec(),
-            Want::Forward,
+            Want::Drop("id", Some(-32600)),
+        ),
+        (
+            "a long ping whose id is an array",
+            format!(r#"{{"jsonrpc":"2.0","method":"ping","params":{{"pad":"{long}"}},"id":[17]}}"#).into_bytes(),
+            Want::Drop("id", Some(-32600)),
+        ),
+        (
+            "a long ping with an array id at its start",
+            format!(r#"{{"jsonrpc":"2.0","method":"ping","id":[18],"params":{{"pad":"{long}"}}}}"#).into_bytes(),
+            Want::Drop("id", Some(-32600)),
         ),
         (
             "an answer whose id is an array",
