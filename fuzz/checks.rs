@@ -1138,16 +1138,18 @@ pub fn proxy_one(data: &[u8]) {
         });
         // (Ids compared as written: the proxy never rewrites one.)
         let ids: Vec<&[u8]> = doc.get_all(s, b"id").iter().map(|n| n.raw(s)).collect();
-        // (An `error` member is budgeted even in a line with a method.)
+        // (A `result` or `error` member is budgeted even in a line with a
+        // method: the line's treatment is chosen as it streams, and a
+        // `method` may come after it.)
         let no_method = doc.get_all(s, b"method").is_empty();
         let has_error = !doc.get_all(s, b"error").is_empty();
-        let answer = !ids.is_empty() && (no_method || has_error);
-        // An answer with no id at all (a `result` or `error`, no `method`)
-        // gets the pending calls' treatment, as one whose id names no
-        // pending call does (`docs/proxy.md`, "Ids are matched by value"),
-        // and comes out bounded, with no id.
-        let idless =
-            ids.is_empty() && no_method && (has_error || !doc.get_all(s, b"result").is_empty());
+        let has_result = !doc.get_all(s, b"result").is_empty();
+        let answer = !ids.is_empty() && (no_method || has_error || has_result);
+        // A line with a `result` or `error` and no id at all gets the
+        // pending calls' treatment, as one whose id names no pending call
+        // does (`docs/proxy.md`, "Ids are matched by value"), and comes out
+        // bounded, with no id.
+        let idless = ids.is_empty() && (has_error || has_result);
         loop {
             let Some(&c) = got.get(k) else {
                 panic!(
