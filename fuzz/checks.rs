@@ -1212,26 +1212,19 @@ pub fn proxy_one(data: &[u8]) {
             squash(&whole.to_client)
         );
     }
-    let requests: Vec<&Value> = client_lines
+    // The readable requests, apart by whether the guard could take their
+    // id: one it could not (an object, an array, a string over its cap) is
+    // answered with a null id, looked for below.
+    let (requests, unreadable): (Vec<(&Value, &RequestFacts)>, Vec<_>) = client_lines
         .iter()
         .zip(&client_values)
         .zip(&client_facts)
         .filter(|((l, _), _)| readable(l))
         .filter_map(|((_, v), f)| Some((v.as_ref()?, f)))
         .filter(|(v, _)| v.get("method").is_some())
-        // An id the guard could not take (an object, an array, a string
-        // over its cap) is answered with a null id: looked for below.
-        .filter(|(_, f)| !f.id_untaken)
-        .map(|(v, _)| v)
-        .collect();
-    let unreadable_ids = client_lines
-        .iter()
-        .zip(&client_values)
-        .zip(&client_facts)
-        .filter(|((l, v), f)| {
-            readable(l) && v.as_ref().is_some_and(|v| v.get("method").is_some()) && f.id_untaken
-        })
-        .count();
+        .partition(|(_, f)| !f.id_untaken);
+    let requests: Vec<&Value> = requests.into_iter().map(|(v, _)| v).collect();
+    let unreadable_ids = unreadable.len();
     let null_answers = answers
         .iter()
         .filter(|a| own(a) && !not_one(a) && a["id"].is_null())

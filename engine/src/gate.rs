@@ -143,9 +143,6 @@ pub struct RequestGate {
     streamed: bool,
     /// The line named `tools/call` after it was taken for something else.
     cut: bool,
-    /// The line was handed on unchecked, with no method within the hold
-    /// ([`Notice::PassedUnchecked`]): taken for something else by its size.
-    unchecked: bool,
     /// The line's first byte that is not whitespace; `None` while only
     /// whitespace came (a blank line goes on, and is never "broken").
     first: Option<u8>,
@@ -178,7 +175,6 @@ impl RequestGate {
             refused: false,
             streamed: false,
             cut: false,
-            unchecked: false,
             first: None,
             ended: false,
             tool: String::new(),
@@ -227,7 +223,6 @@ impl RequestGate {
             self.refused = false;
             self.streamed = false;
             self.cut = false;
-            self.unchecked = false;
             self.first = None;
             self.tool.clear();
             self.guard.reset();
@@ -285,9 +280,11 @@ impl RequestGate {
         let facts = self.guard.facts();
         // A request whose id cannot be read goes no further from the piece
         // that shows it (its id, or its method after such an id).
-        let unreadable = facts.id_untaken && facts.has_method();
-        let rejected =
-            self.cut || not_message || self.refused || unreadable || self.guard.is_broken();
+        let rejected = self.cut
+            || not_message
+            || self.refused
+            || facts.id_unreadable()
+            || self.guard.is_broken();
         match self.decided {
             // Refused or cut: nothing more of this line goes on. Nor after the
             // guard found it is not valid JSON: a lenient parser could read on
@@ -312,7 +309,6 @@ impl RequestGate {
                 // this is a safety net only.)
                 notice = Some(Notice::PassedUnchecked);
                 self.decided = Some(false);
-                self.unchecked = true;
                 send(&self.held);
                 self.held.clear();
                 send(piece);
@@ -326,10 +322,11 @@ impl RequestGate {
     /// Whether the line named `tools/call` after it was taken for something
     /// else: by its first sign ([`RequestFacts::call_late`], in the order of
     /// its tokens, so a later method does not take it back and the pieces'
-    /// ends do not matter), or by its size before any method.
+    /// ends do not matter), or by its size before any method (handed on
+    /// unchecked, the one way `decided` differs from its first sign).
     fn named_call_late(&self) -> bool {
         let facts = self.guard.facts();
-        facts.call_late || (self.unchecked && facts.first_call == Some(true))
+        facts.call_late || (self.decided == Some(false) && facts.first_call == Some(true))
     }
 
     /// The line ended (its newline, or the end of the input after it). Says
@@ -392,7 +389,7 @@ impl RequestGate {
             // A request whose id cannot be read: nothing could answer it by
             // its id, so it is answered here, by JSON-RPC's rule for an id
             // that cannot be read: a null one.
-            _ if facts.id_untaken && facts.has_method() => Fate::Dropped {
+            _ if facts.id_unreadable() => Fate::Dropped {
                 why: Why::IdUnreadable,
                 reply: Some(error(
                     jsonrpc::INVALID_REQUEST,

@@ -454,6 +454,12 @@ impl RequestFacts {
         (!self.id_untaken && !self.id.is_empty()).then_some(self.id.as_slice())
     }
 
+    /// Whether the line is a request whose id cannot be read
+    /// ([`RequestFacts::id_untaken`]): nothing could answer it by its id.
+    pub fn id_unreadable(&self) -> bool {
+        self.id_untaken && self.has_method()
+    }
+
     /// Whether the line has a top-level `method`, taken or not.
     pub fn has_method(&self) -> bool {
         !self.method.is_empty() || self.method_untaken
