@@ -2420,6 +2420,32 @@ pub fn with_blocks_at<J: BlockJob>(level: Level, job: J) -> J::Out {
     }
 }
 
+/// The levels of `levels` that run different code on this CPU for a job
+/// with [`BlockJob`]'s default flags: [`with_blocks_at`] runs a level the
+/// CPU lacks as a lower one, so a test that holds every level to an oracle
+/// would run the same code twice. Each kept level is the first of those
+/// that run alike.
+#[cfg(test)]
+pub(crate) fn distinct_levels(levels: &[Level]) -> Vec<Level> {
+    struct Which;
+    impl BlockJob for Which {
+        type Out = &'static str;
+        fn run<B: Blocks>(self, _: B) -> &'static str {
+            std::any::type_name::<B>()
+        }
+    }
+    let mut seen = Vec::new();
+    let mut kept = Vec::new();
+    for &l in levels {
+        let t = with_blocks_at(l, Which);
+        if !seen.contains(&t) {
+            seen.push(t);
+            kept.push(l);
+        }
+    }
+    kept
+}
+
 /// [`find_block`] at a given [`Blocks`] level, for code generic over it.
 #[inline(always)]
 pub fn find_block_in<B: Blocks>(blocks: B, s: &[u8], from: usize, i: usize, eager: bool) -> Found {
