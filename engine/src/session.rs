@@ -1538,14 +1538,45 @@ pub(crate) fn only_pending(shared: &Shared) -> Option<Vec<u8>> {
         .flatten()
 }
 
-/// Whether a forwarded line is `notifications/tools/list_changed` (compact form).
-/// Asked only of lines without an id; the searcher is built once.
+/// The method that says the server's tools changed.
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// Whether a forwarded line (whole, and valid JSON) is
+/// `notifications/tools/list_changed`: its top-level `method`, read as a
+/// JSON reader reads it (whitespace anywhere, the name or the key escaped,
+/// the last of duplicate members), is that name. Python's `json.dumps`
+/// writes `"method": "…"` with a space, PHP's `json_encode` writes `\/`;
+/// a search for the compact spelling missed both. Asked only of lines
+/// without an id, and only a line that holds `list_changed` as written or
+/// a `\u` escape (its letters may be escaped) is walked; the searchers are
+/// built once.
 pub(crate) fn is_list_changed(line: &[u8]) -> bool {
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| {
-            memchr::memmem::Finder::new(b"\"method\":\"notifications/tools/list_changed\"")
-        });
-    FINDER.find(line).is_some()
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static NAME: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"list_changed"));
+    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    if NAME.find(line).is_none() && ESCAPE.find(line).is_none() {
+        return false;
+    }
+    let mut walker = Walker::new();
+    // The line was read already, as the session reads lone surrogates; here
+    // only the method matters.
+    walker.set_lone_surrogates(true);
+    let mut decide = |path: &[Seg]| match path {
+        [m] if m.is(b"method") => Want::Capture,
+        _ => Want::Skip,
+    };
+    let mut changed = false;
+    let mut on = |ev: Event<'_>| {
+        if let Event::Scalar([m], raw) = ev {
+            if m.is(b"method") {
+                changed = sniff::json_str(raw).as_deref() == Some(LIST_CHANGED);
+            }
+        }
+    };
+    let read = walker.feed(line, &mut decide, &mut on);
+    let read = read.and_then(|()| walker.finish(&mut decide, &mut on));
+    read.is_ok() && changed
 }
 
 pub(crate) fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {
@@ -1558,4 +1589,41 @@ pub(crate) fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {
         LogLevel::Debug,
         &format!("learned {} tool(s) from tools/list", tp.found.len()),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_list_changed;
+
+    /// The method read as a reader reads it, not by one spelling: a Python
+    /// server's `json.dumps` puts a space after each colon, PHP escapes `/`.
+    #[test]
+    fn list_changed_is_read_in_any_spelling() {
+        let yes: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            br#"{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}"#,
+            br#"{ "method" :"notifications\/tools\/list_changed" ,"jsonrpc":"2.0"}"#,
+            br#"{"m\u0065thod":"notifications/tools/list\u005fchanged","jsonrpc":"2.0"}"#,
+            br#"{"method":"notifications/message","method":"notifications/tools/list_changed"}"#,
+            br#"{"params":{"x":[1,{"method":"y"}]},"method":"notifications/tools/list_changed"}"#,
+        ];
+        for line in yes {
+            assert!(is_list_changed(line), "{}", String::from_utf8_lossy(line));
+        }
+        let no: &[&[u8]] = &[
+            // The last of duplicate members is the one read.
+            br#"{"method":"notifications/tools/list_changed","method":"notifications/message"}"#,
+            // Not at the top level, or inside a string.
+            br#"{"method":"notifications/message","params":{"method":"notifications/tools/list_changed"}}"#,
+            br#"{"method":"notifications/message","params":{"data":"\"method\":\"notifications/tools/list_changed\""}}"#,
+            // Other names.
+            br#"{"method":"notifications/resources/list_changed"}"#,
+            br#"{"method":"notifications/tools/list_changed/x"}"#,
+            br#"{"method":"notifications/progress","params":{"message":"caf\u00e9"}}"#,
+            br#"{"method":"notifications/progress"}"#,
+        ];
+        for line in no {
+            assert!(!is_list_changed(line), "{}", String::from_utf8_lossy(line));
+        }
+    }
 }
