@@ -865,12 +865,17 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
             object(g, envelope)
         }
         5 => {
-            let result = if g.flag() {
-                b"{\"task\":{\"taskId\":\"t1\",\"status\":\"working\"}}".to_vec()
+            if g.flag() {
+                let result = b"{\"task\":{\"taskId\":\"t1\",\"status\":\"working\"}}";
+                object(g, vec![rpc, member("id", &id), member("result", result)])
+            } else if g.pick(4) == 0 {
+                // The server's tools changed: the session forgets it knew them.
+                let method = member("method", b"\"notifications/tools/list_changed\"");
+                object(g, vec![rpc, method])
             } else {
-                b"{\"tools\":[{\"name\":\"plain\",\"inputSchema\":{}}]}".to_vec()
-            };
-            object(g, vec![rpc, member("id", &id), member("result", &result)])
+                let result = tools_list_result(g);
+                object(g, vec![rpc, member("id", &id), member("result", &result)])
+            }
         }
         6 => {
             let data = gen_value(g);
@@ -901,6 +906,53 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
         line
     };
     maybe_cut(g, line)
+}
+
+/// A `tools/list` result, which teaches the session the tools it lists when
+/// it answers the client's `tools/list`: one to three tools named as the
+/// calls name them (now and then escaped, as a server may write them), each
+/// maybe typed (an `outputSchema`, or a null one, which is none) and maybe
+/// read-only or not by its annotations; now and then a next page.
+fn tools_list_result(g: &mut Gen) -> Vec<u8> {
+    let mut tools = Vec::new();
+    for _ in 0..1 + g.pick(3) {
+        let name: &[u8] = [
+            &b"\"plain\""[..],
+            b"\"typed\"",
+            b"\"mut\"",
+            b"\"find\"",
+            b"\"list_docs\"",
+            b"\"other\"",
+            b"\"\\u0074yped\"",
+            b"\"pl\\u0061in\"",
+        ][g.pick(8) as usize];
+        let mut t = vec![
+            member("name", name),
+            member("inputSchema", b"{\"type\":\"object\"}"),
+        ];
+        match g.pick(4) {
+            0 => t.push(member("outputSchema", b"{\"type\":\"object\"}")),
+            1 => t.push(member("outputSchema", b"null")),
+            _ => {}
+        }
+        match g.pick(4) {
+            0 => t.push(member("annotations", b"{\"readOnlyHint\":true}")),
+            1 => t.push(member(
+                "annotations",
+                b"{\"readOnlyHint\":false,\"destructiveHint\":true}",
+            )),
+            _ => {}
+        }
+        tools.push(object(g, t));
+    }
+    let mut list = b"[".to_vec();
+    list.extend_from_slice(&tools.join(&b","[..]));
+    list.push(b']');
+    let mut result = vec![member("tools", &list)];
+    if g.pick(4) == 0 {
+        result.push(member("nextCursor", b"\"page-2\""));
+    }
+    object(g, result)
 }
 
 /// Rarely a second `id` (another or the same) among an answer's members: a
