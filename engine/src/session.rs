@@ -1543,13 +1543,13 @@ const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// Whether a forwarded line (whole, and valid JSON) is
 /// `notifications/tools/list_changed`: its top-level `method`, read as a
-/// JSON reader reads it (whitespace anywhere, the name or the key escaped,
-/// the last of duplicate members), is that name. Python's `json.dumps`
-/// writes `"method": "…"` with a space, PHP's `json_encode` writes `\/`;
-/// a search for the compact spelling missed both. Asked only of lines
-/// without an id, and only a line that holds `list_changed` as written or
-/// a `\u` escape (its letters may be escaped) is walked; the searchers are
-/// built once.
+/// JSON reader reads it (the name or the key escaped, the last of duplicate
+/// members, whitespace anywhere), is that name. The relay has dropped the
+/// whitespace outside strings by the time it asks, but escapes stay as the
+/// server wrote them: PHP's `json_encode` writes `\/`, which a search for
+/// the compact spelling missed. Asked only of lines without an id, and
+/// only a line that holds `list_changed` as written or a `\u` escape (its
+/// letters may be escaped) is walked; the searchers are built once.
 pub(crate) fn is_list_changed(line: &[u8]) -> bool {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
@@ -1595,8 +1595,10 @@ pub(crate) fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {
 mod tests {
     use super::is_list_changed;
 
-    /// The method read as a reader reads it, not by one spelling: a Python
-    /// server's `json.dumps` puts a space after each colon, PHP escapes `/`.
+    /// The method read as a reader reads it, not by one spelling: PHP
+    /// escapes `/`, any name or key may be escaped, and whitespace is
+    /// allowed (the relay drops it before it asks; this does not count on
+    /// that).
     #[test]
     fn list_changed_is_read_in_any_spelling() {
         let yes: &[&[u8]] = &[

@@ -856,3 +856,39 @@ fn a_tokio_gateway_on_the_fed_form() {
         let _ = child.wait();
     });
 }
+
+/// A server that says its tools changed, in the spellings real servers use
+/// (Python's `json.dumps` puts a space after each colon, PHP's
+/// `json_encode` escapes `/`): the session no longer counts its tools as
+/// known, so it lists them again before the next call. Fed bytes, no
+/// server: what is read is the notification alone. The spaced line passed
+/// before `a3f94a0` too (the relay drops whitespace before it asks); the
+/// escaped one did not.
+#[test]
+fn list_changed_in_any_spelling_makes_the_tools_unknown() {
+    let lines: [&[u8]; 3] = [
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n",
+        b"{\"jsonrpc\": \"2.0\", \"method\": \"notifications/tools/list_changed\"}\n",
+        b"{\"method\":\"notifications\\/tools\\/list_changed\",\"jsonrpc\":\"2.0\"}\n",
+    ];
+    for line in lines {
+        let calls = Calls::new(ProxyConfig::default());
+        let facts = ToolFacts {
+            typed: true,
+            read_only: true,
+        };
+        calls.set_known_tools([("echo", facts)]);
+        assert!(calls.tools_known());
+        let mut relay = calls.answers().expect("an answer relay");
+        let mut out = Vec::new();
+        relay.feed(line, &mut out);
+        let sent: Value = serde_json::from_slice(line).unwrap();
+        let read: Value = serde_json::from_slice(&out).expect("the client reads JSON");
+        assert_eq!(read, sent, "the notification goes on as it was");
+        assert!(
+            !calls.tools_known(),
+            "still known after {}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
