@@ -3046,7 +3046,7 @@ mod tests {
         number_end_bytes, short_number_end, skip_string, skip_string_short_first, u_escapes,
         whole_string, FastStr, Passes, Tok, Tokenizer,
     };
-    use crate::scan::{self, Level};
+    use crate::scan;
     use crate::skim;
 
     thread_local! {
@@ -3143,9 +3143,6 @@ mod tests {
         }
     }
 
-    /// Every level, for [`crate::scan::distinct_levels`].
-    const LEVELS: [Level; 4] = [Level::Portable, Level::Avx2, Level::Avx512, Level::Neon];
-
     /// Escape-rich bodies of every length class, cut at every length (the
     /// chunk end), with bad bytes planted: block-wise and unit-wise agree.
     #[test]
@@ -3225,7 +3222,7 @@ mod tests {
             .filter(|u| !u.windows(2).any(|w| w == b"\\u"))
             .collect();
         // Each level this CPU runs differently, once.
-        let levels = crate::scan::distinct_levels(&LEVELS);
+        let levels = crate::scan::distinct_levels();
         for round in 0..3000 {
             let mut body = Vec::new();
             let target = 1 + rnd(300);
@@ -3455,7 +3452,7 @@ mod tests {
             b"\\uDBFF\\uE000",
             b"\\u00e9\\uD83D\\uDE00\\u20AC",
         ];
-        let levels = crate::scan::distinct_levels(&LEVELS);
+        let levels = crate::scan::distinct_levels();
         for unit in units {
             for lead in 50..140 {
                 let mut s = vec![b'a'; lead];
