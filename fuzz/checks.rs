@@ -702,6 +702,11 @@ fn object(g: &mut Gen, members: Vec<Vec<u8>>) -> Vec<u8> {
     v
 }
 
+/// A JSON array of `items`, in their order.
+fn array(items: &[Vec<u8>]) -> Vec<u8> {
+    [b"[".to_vec(), items.join(&b","[..]), b"]".to_vec()].concat()
+}
+
 fn member(k: &str, v: &[u8]) -> Vec<u8> {
     let mut m = format!("\"{k}\":").into_bytes();
     m.extend_from_slice(v);
@@ -835,10 +840,7 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
                 let b = object(g, vec![member("type", b"\"text\""), member("text", &text)]);
                 blocks.push(b);
             }
-            let mut content = b"[".to_vec();
-            content.extend_from_slice(&blocks.join(&b","[..]));
-            content.push(b']');
-            let mut result = vec![member("content", &content)];
+            let mut result = vec![member("content", &array(&blocks))];
             if g.flag() {
                 let mut sc = gen_value(g);
                 if !sc.starts_with(b"{") {
@@ -945,10 +947,7 @@ fn tools_list_result(g: &mut Gen) -> Vec<u8> {
         }
         tools.push(object(g, t));
     }
-    let mut list = b"[".to_vec();
-    list.extend_from_slice(&tools.join(&b","[..]));
-    list.push(b']');
-    let mut result = vec![member("tools", &list)];
+    let mut result = vec![member("tools", &array(&tools))];
     if g.pick(4) == 0 {
         result.push(member("nextCursor", b"\"page-2\""));
     }
