@@ -1155,10 +1155,22 @@ pub fn proxy_one(data: &[u8]) {
     // (A last line without its newline is one the server left half-written.)
     let whole_lines = served.len() - usize::from(!server.is_empty() && !server.ends_with(b"\n"));
     // (A line that is not one message, a batch or a bare value, is dropped.)
-    for s in served
+    // The answers owed a typed treatment, by the twin of its choice.
+    let forwarded = lines_of(&whole.to_server);
+    let owed = typed_owed(
+        cfg.inventory,
+        &client_lines,
+        &client_values,
+        &client_facts,
+        &forwarded,
+        &served[..whole_lines],
+        &readable,
+    );
+    for (si, s) in served
         .iter()
+        .enumerate()
         .take(whole_lines)
-        .filter(|s| readable(s) && framing::first_content(s) == Some(b'{'))
+        .filter(|(_, s)| readable(s) && framing::first_content(s) == Some(b'{'))
     {
         let doc = parse(s);
         // A line whose top-level `id`, `result` or `error` comes twice, or
@@ -1226,6 +1238,31 @@ pub fn proxy_one(data: &[u8]) {
                 squash(c),
                 squash(s)
             );
+            // A typed call's result: whole, or the typed error.
+            if owed.get(si) == Some(&true) {
+                let (sv, cv) = (value_of(s), value_of(c));
+                let (sr, cr) = (
+                    &sv.as_ref().unwrap_or(&Value::Null)["result"],
+                    &cv.as_ref().unwrap_or(&Value::Null)["result"],
+                );
+                if sr.is_object() {
+                    let failed = cr["isError"] == true
+                        && cr["content"][0]["text"]
+                            .as_str()
+                            .is_some_and(|t| t.starts_with("result_budget_exceeded"));
+                    let whole = ["content", "structuredContent", "isError"]
+                        .iter()
+                        .all(|k| cr.get(k) == sr.get(k));
+                    assert!(
+                        failed || whole,
+                        "a typed call's result came back cut: {}\nthe server sent {}\nclient:\n{}\nserver:\n{}",
+                        squash(c),
+                        squash(s),
+                        squash(&client),
+                        squash(&server)
+                    );
+                }
+            }
             break;
         }
     }
@@ -1476,6 +1513,190 @@ pub fn proxy_one(data: &[u8]) {
             squash(&streamed.to_client)
         );
     }
+}
+
+/// An id by value, loosely: a string that reads as a number is that number
+/// (the proxy matches `"7"` to `7` when nothing else matches), so that ids
+/// that might be taken for each other share a key. `None` for an id that is
+/// no string or number.
+fn loose_id(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => n.as_f64().map(|f| format!("n{f}")),
+        Value::String(s) => Some(match s.trim().parse::<f64>() {
+            Ok(f) => format!("n{f}"),
+            Err(_) => format!("s{s}"),
+        }),
+        _ => None,
+    }
+}
+
+/// The members of object `n` whose key reads as `key`.
+fn all_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Vec<&'n Node> {
+    n.members()
+        .unwrap_or(&[])
+        .iter()
+        .filter(|(k, _)| decode_key(k, doc) == key)
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// A twin of the session's choice of a typed treatment, kept on the safe
+/// side: for each of the server's lines, whether it is the answer to a call
+/// of a tool the proxy must take for typed (`typed` and `mut` are typed in
+/// [`PROXY_TOOLS`] and in the inventory's rows), so that its result reaches
+/// the client whole or as a `result_budget_exceeded` error, never cut
+/// (`specs/mcp-result-contract.md`, "Typed results are whole or an error").
+///
+/// A line is owed that only where no reading of the session could give the
+/// call another treatment: its id, taken by value and loosely, names that
+/// one call and no other line of the client's, the call reached the server,
+/// is not task-augmented and was not cancelled, no earlier server line
+/// named the id, no earlier line could have been taken for an answer
+/// without naming one (a broken line with a `result` or `error` answers the
+/// only pending call), and, without the inventory, no earlier `tools/list`
+/// answer listed the tool without an `outputSchema` object (the session
+/// learns from those; one that lists it with one keeps it typed).
+fn typed_owed(
+    inventory: bool,
+    client_lines: &[&[u8]],
+    client_values: &[Option<Value>],
+    client_facts: &[RequestFacts],
+    forwarded: &[&[u8]],
+    served: &[&[u8]],
+    readable: &dyn Fn(&[u8]) -> bool,
+) -> Vec<bool> {
+    let has = |l: &[u8], w: &[u8]| l.windows(w.len()).any(|x| x == w);
+    let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
+    // The ids each client line may be taken to carry: as a reader reads
+    // them, and as the guard took them.
+    let line_keys: Vec<Vec<String>> = client_lines
+        .iter()
+        .zip(client_values)
+        .zip(client_facts)
+        .map(|((l, v), f)| {
+            let mut keys: Vec<String> = v
+                .as_ref()
+                .filter(|v| v.get("method").is_some())
+                .and_then(|v| loose_id(v.get("id")?))
+                .into_iter()
+                .collect();
+            keys.extend(
+                f.reply_id()
+                    .filter(|_| f.is_request() || !readable(l))
+                    .and_then(value_of)
+                    .and_then(|v| loose_id(&v)),
+            );
+            keys
+        })
+        .collect();
+    // A cancellation the proxy may have read in a broken line: give up.
+    if client_lines
+        .iter()
+        .any(|l| !readable(l) && (has(l, b"cancel") || has(l, b"\\u")))
+    {
+        return vec![false; served.len()];
+    }
+    let cancelled: Vec<String> = client_values
+        .iter()
+        .flatten()
+        .filter(|v| v["method"] == "notifications/cancelled")
+        .filter_map(|v| loose_id(&v["params"]["requestId"]))
+        .collect();
+    // The typed calls: (key, tool).
+    let mut calls: Vec<(String, String)> = Vec::new();
+    for ((&l, v), f) in client_lines.iter().zip(client_values).zip(client_facts) {
+        let Some(v) = v else {
+            continue;
+        };
+        if !readable(l) || f.id_untaken || !forwarded.contains(&l) {
+            continue;
+        }
+        let tree = parse(l);
+        let one = |n: &Node, k: &str| all_decoded(n, l, k).len() == 1;
+        let params = all_decoded(&tree, l, "params");
+        let plain = one(&tree, "method")
+            && one(&tree, "id")
+            && params.len() == 1
+            && params
+                .iter()
+                .all(|p| one(p, "name") && all_decoded(p, l, "task").is_empty());
+        let tool = v["params"]["name"].as_str().unwrap_or("");
+        if plain && v["method"] == "tools/call" && (tool == "typed" || tool == "mut") {
+            if let Some(key) = loose_id(&v["id"]) {
+                calls.push((key, tool.to_owned()));
+            }
+        }
+    }
+    let mut owed = vec![false; served.len()];
+    let mut seen: Vec<String> = Vec::new();
+    let mut untyped: Vec<String> = Vec::new();
+    let mut any_untyped = false;
+    for (si, &l) in served.iter().enumerate() {
+        if is_blank(l) {
+            continue;
+        }
+        if !readable(l) || framing::first_content(l) != Some(b'{') {
+            if [&b"result"[..], b"error", b"tools", b"\\u"]
+                .iter()
+                .any(|w| has(l, w))
+            {
+                break;
+            }
+            continue;
+        }
+        let tree = parse(l);
+        let keys: Vec<String> = tree
+            .members()
+            .unwrap_or(&[])
+            .iter()
+            .map(|(k, _)| decode_key(k, l))
+            .collect();
+        let count = |key: &str| keys.iter().filter(|k| *k == key).count();
+        let ids: Vec<Option<String>> = all_decoded(&tree, l, "id")
+            .iter()
+            .map(|n| value_of(n.raw(l)).and_then(|v| loose_id(&v)))
+            .collect();
+        if ids.is_empty() && count("result") + count("error") > 0 {
+            break;
+        }
+        if let ([Some(key)], 0, 1, 0) = (&ids[..], count("method"), count("result"), count("error"))
+        {
+            let holders = line_keys.iter().filter(|ks| ks.contains(key)).count();
+            let call = calls.iter().find(|(k, _)| k == key);
+            if let (1, Some((_, tool))) = (holders, call) {
+                let typed = inventory || !(any_untyped || untyped.contains(tool));
+                owed[si] = typed && !seen.contains(key) && !cancelled.contains(key);
+            }
+        }
+        // (A server's request numbers its ids on its own: never an answer.)
+        if count("method") == 0 || count("result") + count("error") > 0 {
+            seen.extend(ids.into_iter().flatten());
+        }
+        // What a `tools/list` answer teaches: a tool listed without an
+        // `outputSchema` object may be untyped from here on.
+        for r in all_decoded(&tree, l, "result") {
+            for t in all_decoded(r, l, "tools") {
+                for item in t.items().unwrap_or(&[]) {
+                    if item.members().is_none() {
+                        continue;
+                    }
+                    let schema = all_decoded(item, l, "outputSchema");
+                    let typed = schema.last().is_some_and(|s| s.members().is_some());
+                    for n in all_decoded(item, l, "name") {
+                        match value_of(n.raw(l)) {
+                            Some(Value::String(name)) => {
+                                if !typed {
+                                    untyped.push(name);
+                                }
+                            }
+                            _ => any_untyped = true,
+                        }
+                    }
+                }
+            }
+        }
+    }
+    owed
 }
 
 // ---------------------------------------------------------------------------
