@@ -1157,7 +1157,7 @@ pub fn proxy_one(data: &[u8]) {
     // (A line that is not one message, a batch or a bare value, is dropped.)
     // The answers owed a typed treatment, by the twin of its choice.
     let forwarded = lines_of(&whole.to_server);
-    let owed = typed_owed(
+    let owed_typed = typed_owed(
         cfg.inventory,
         &client_lines,
         &client_values,
@@ -1239,7 +1239,7 @@ pub fn proxy_one(data: &[u8]) {
                 squash(s)
             );
             // A typed call's result: whole, or the typed error.
-            if owed.get(si) == Some(&true) {
+            if owed_typed.get(si) == Some(&true) {
                 let (sv, cv) = (value_of(s), value_of(c));
                 let (sr, cr) = (
                     &sv.as_ref().unwrap_or(&Value::Null)["result"],
@@ -1542,20 +1542,23 @@ fn all_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Vec<&'n Node> {
 
 /// A twin of the session's choice of a typed treatment, kept on the safe
 /// side: for each of the server's lines, whether it is the answer to a call
-/// of a tool the proxy must take for typed (`typed` and `mut` are typed in
-/// [`PROXY_TOOLS`] and in the inventory's rows), so that its result reaches
-/// the client whole or as a `result_budget_exceeded` error, never cut
+/// of a tool the proxy must take for typed, so that its result reaches the
+/// client whole or as a `result_budget_exceeded` error, never cut
 /// (`specs/mcp-result-contract.md`, "Typed results are whole or an error").
+/// A tool is typed by the inventory's row (`typed` and `mut`; the other rows
+/// are not), else as known in advance ([`PROXY_TOOLS`]: `typed` and `mut`)
+/// or as learned from a `tools/list` answer since.
 ///
 /// A line is owed that only where no reading of the session could give the
 /// call another treatment: its id, taken by value and loosely, names that
-/// one call and no other line of the client's, the call reached the server,
-/// is not task-augmented and was not cancelled, no earlier server line
-/// named the id, no earlier line could have been taken for an answer
-/// without naming one (a broken line with a `result` or `error` answers the
-/// only pending call), and, without the inventory, no earlier `tools/list`
-/// answer listed the tool without an `outputSchema` object (the session
-/// learns from those; one that lists it with one keeps it typed).
+/// one request and no other line of the client's, the call reached the
+/// server, has no `task` and was not cancelled, no earlier server line
+/// named the id, and none could have been taken for an answer without one
+/// (a broken line with a `result` or `error` answers the only pending
+/// call). A tool listed without an `outputSchema` object (by any of its
+/// entry's names) may be untyped from there on; one listed with one, by one
+/// name, is typed from there on only if the line answers a `tools/list`
+/// request that way for sure.
 fn typed_owed(
     inventory: bool,
     client_lines: &[&[u8]],
@@ -1602,8 +1605,9 @@ fn typed_owed(
         .filter(|v| v["method"] == "notifications/cancelled")
         .filter_map(|v| loose_id(&v["params"]["requestId"]))
         .collect();
-    // The typed calls: (key, tool).
-    let mut calls: Vec<(String, String)> = Vec::new();
+    // The plain requests the twin follows, by key: calls (with their tool)
+    // and `tools/list` requests (`None`).
+    let mut requests: Vec<(String, Option<String>)> = Vec::new();
     for ((&l, v), f) in client_lines.iter().zip(client_values).zip(client_facts) {
         let Some(v) = v else {
             continue;
@@ -1614,23 +1618,33 @@ fn typed_owed(
         let tree = parse(l);
         let one = |n: &Node, k: &str| all_decoded(n, l, k).len() == 1;
         let params = all_decoded(&tree, l, "params");
-        let plain = one(&tree, "method")
-            && one(&tree, "id")
+        let Some(key) = loose_id(&v["id"]).filter(|_| one(&tree, "method") && one(&tree, "id"))
+        else {
+            continue;
+        };
+        if v["method"] == "tools/list" {
+            requests.push((key, None));
+        } else if v["method"] == "tools/call"
             && params.len() == 1
             && params
                 .iter()
-                .all(|p| one(p, "name") && all_decoded(p, l, "task").is_empty());
-        let tool = v["params"]["name"].as_str().unwrap_or("");
-        if plain && v["method"] == "tools/call" && (tool == "typed" || tool == "mut") {
-            if let Some(key) = loose_id(&v["id"]) {
-                calls.push((key, tool.to_owned()));
+                .all(|p| one(p, "name") && all_decoded(p, l, "task").is_empty())
+        {
+            if let Some(tool) = v["params"]["name"].as_str() {
+                requests.push((key, Some(tool.to_owned())));
             }
         }
     }
+    // Typed for sure: by the inventory's row (`typed` and `mut` typed, the
+    // other rows not), else as known in advance or learned since.
+    let row = |tool: &str| {
+        let typed = tool == "typed" || tool == "mut";
+        let has_row = typed || ["plain", "find", "list_docs"].contains(&tool);
+        (inventory && has_row).then_some(typed)
+    };
+    let mut sure: Vec<String> = vec!["typed".into(), "mut".into()];
     let mut owed = vec![false; served.len()];
     let mut seen: Vec<String> = Vec::new();
-    let mut untyped: Vec<String> = Vec::new();
-    let mut any_untyped = false;
     for (si, &l) in served.iter().enumerate() {
         if is_blank(l) {
             continue;
@@ -1659,21 +1673,30 @@ fn typed_owed(
         if ids.is_empty() && count("result") + count("error") > 0 {
             break;
         }
+        // The one request this line answers, for sure.
+        let mut answers = None;
         if let ([Some(key)], 0, 1, 0) = (&ids[..], count("method"), count("result"), count("error"))
         {
             let holders = line_keys.iter().filter(|ks| ks.contains(key)).count();
-            let call = calls.iter().find(|(k, _)| k == key);
-            if let (1, Some((_, tool))) = (holders, call) {
-                let typed = inventory || !(any_untyped || untyped.contains(tool));
-                owed[si] = typed && !seen.contains(key) && !cancelled.contains(key);
-            }
+            let fresh = !seen.contains(key) && !cancelled.contains(key);
+            answers = requests
+                .iter()
+                .find(|(k, _)| k == key)
+                .filter(|_| holders == 1 && fresh)
+                .map(|(_, tool)| tool.as_deref());
+        }
+        if let Some(Some(tool)) = answers {
+            owed[si] = row(tool).unwrap_or(sure.iter().any(|t| t == tool));
         }
         // (A server's request numbers its ids on its own: never an answer.)
         if count("method") == 0 || count("result") + count("error") > 0 {
             seen.extend(ids.into_iter().flatten());
         }
-        // What a `tools/list` answer teaches: a tool listed without an
-        // `outputSchema` object may be untyped from here on.
+        // What a `tools/list` answer teaches, in its order: a tool listed
+        // without an `outputSchema` object may be untyped from here on; one
+        // listed with one (by one name) is typed if the line answers a
+        // `tools/list` for sure.
+        let learns = answers == Some(None);
         for r in all_decoded(&tree, l, "result") {
             for t in all_decoded(r, l, "tools") {
                 for item in t.items().unwrap_or(&[]) {
@@ -1682,14 +1705,22 @@ fn typed_owed(
                     }
                     let schema = all_decoded(item, l, "outputSchema");
                     let typed = schema.last().is_some_and(|s| s.members().is_some());
-                    for n in all_decoded(item, l, "name") {
-                        match value_of(n.raw(l)) {
-                            Some(Value::String(name)) => {
-                                if !typed {
-                                    untyped.push(name);
+                    let names: Vec<Option<Value>> = all_decoded(item, l, "name")
+                        .iter()
+                        .map(|n| value_of(n.raw(l)))
+                        .collect();
+                    match &names[..] {
+                        [Some(Value::String(name))] if typed && learns => {
+                            sure.push(name.clone());
+                        }
+                        _ if typed => {}
+                        _ => {
+                            for n in &names {
+                                match n {
+                                    Some(Value::String(name)) => sure.retain(|t| t != name),
+                                    _ => sure.clear(),
                                 }
                             }
-                            _ => any_untyped = true,
                         }
                     }
                 }
