@@ -964,9 +964,19 @@ mod tests {
         let shared = Session::new(ProxyConfig::default(), out.clone());
         let state = shared.shared();
         let (own, line) = state.tools_request(b"").expect("the tools are not known");
-        assert_eq!(own, b"\"resultbudget-tools-0\"");
-        assert!(line
-            .starts_with(br#"{"jsonrpc":"2.0","id":"resultbudget-tools-0","method":"tools/list""#));
+        // `"resultbudget-tools-` + the session's number (16 hex digits) +
+        // `-0"`: the first of its own requests.
+        let own_text = String::from_utf8_lossy(&own).into_owned();
+        let nonce = own_text
+            .strip_prefix("\"resultbudget-tools-")
+            .and_then(|r| r.strip_suffix("-0\""))
+            .unwrap_or_default();
+        assert!(
+            nonce.len() == 16 && nonce.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{own_text}"
+        );
+        let head = format!(r#"{{"jsonrpc":"2.0","id":{own_text},"method":"tools/list""#);
+        assert!(line.starts_with(head.as_bytes()));
         assert!(
             state.tools_request(b"").is_none(),
             "one in flight at a time"
@@ -974,9 +984,13 @@ mod tests {
         // A broken answer to it (the server wrote bytes that are not UTF-8, say): the
         // proxy stops waiting for it, and the client, which never sent that id,
         // hears nothing.
-        shared.relay_server(
-            &b"{\"jsonrpc\":\"2.0\",\"id\":\"resultbudget-tools-0\",\"result\":{\"tools\":[\"\xff\"]}}\n"[..],
-        );
+        let broken = [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":"[..],
+            &own,
+            b",\"result\":{\"tools\":[\"\xff\"]}}\n",
+        ]
+        .concat();
+        shared.relay_server(&broken[..]);
         assert!(
             lock(&out.0).is_empty(),
             "{:?}",
@@ -989,7 +1003,11 @@ mod tests {
         // Still pending when the server exits: nothing for the client either.
         state.tools_changed();
         let (again, _) = state.tools_request(b"").expect("the tools changed");
-        assert_eq!(again, own, "a new listing starts at its first page");
+        // Its id is new (a late answer to the first is not this one's),
+        // and its listing starts at its first page again.
+        let second = own_text.replace("-0\"", "-1\"");
+        assert_eq!(again, second.as_bytes());
+        assert_eq!(lock(&state.tools_state).pages, 1);
         let outcome = shared.relay_server(&b""[..]);
         assert!(
             lock(&out.0).is_empty(),

@@ -43,6 +43,21 @@ pub(crate) struct ToolsState {
     pub(crate) pages: u32,
     /// `nextCursor` of the last page the session fetched: the next to ask for.
     pub(crate) next_cursor: Option<Vec<u8>>,
+    /// Its own requests the session sent so far (never reset): the last
+    /// part of the next one's id, so that no two are alike.
+    pub(crate) sent: u64,
+}
+
+/// A number for the ids of one session's own requests that a client cannot
+/// guess: the client never reads those requests nor their answers, and a
+/// request of the client's with the same id would take the answer meant for
+/// the other (std's hasher keys are random per process and differ per
+/// `RandomState`).
+fn own_id_nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// The most pages of its own `tools/list` a session asks for in a row; then
@@ -430,6 +445,8 @@ pub(crate) struct Shared {
     pub(crate) tasks: Mutex<TaskTools>,
     pub(crate) tools_state: Mutex<ToolsState>,
     pub(crate) tools_cv: Condvar,
+    /// The middle part of the session's own request ids ([`own_id_nonce`]).
+    pub(crate) own_nonce: u64,
 }
 
 /// The lock, whether or not a holder panicked (the state it guards is left
@@ -452,6 +469,7 @@ impl Shared {
             tasks: Mutex::new(TaskTools::default()),
             tools_state: Mutex::new(ToolsState::default()),
             tools_cv: Condvar::new(),
+            own_nonce: own_id_nonce(),
         }
     }
 
@@ -466,7 +484,19 @@ impl Shared {
             st.known = true;
             return None;
         }
-        let id = format!("\"resultbudget-tools-{}\"", st.pages).into_bytes();
+        // An id no request of the client's has: one it cannot guess (a
+        // number of this session's own, then a count that never repeats,
+        // so a late answer to a listing given up on is not taken for the
+        // next), and, should it have been guessed, none in flight.
+        let mut pending = lock(&self.pending);
+        let id = loop {
+            let id =
+                format!("\"resultbudget-tools-{:016x}-{}\"", self.own_nonce, st.sent).into_bytes();
+            st.sent += 1;
+            if pending.get(&id).is_none() {
+                break id;
+            }
+        };
         let mut line = Vec::with_capacity(256);
         line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         line.extend_from_slice(&id);
@@ -487,10 +517,11 @@ impl Shared {
         line.extend_from_slice(b"}}\n");
         st.pages += 1;
         st.asked = Some(id.clone());
-        drop(st);
-        // In flight before it is written (after `asked` names it, so its
+        // In flight before it is written (and `asked` names it, so its
         // answer is known for the session's own however soon it comes).
-        lock(&self.pending).insert(
+        // (The one place both locks are held: the tools' state, then the
+        // requests in flight.)
+        pending.insert(
             id.clone(),
             Pending {
                 method: Method::ProxyToolsList,

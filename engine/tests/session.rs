@@ -892,3 +892,94 @@ fn list_changed_in_any_spelling_makes_the_tools_unknown() {
         );
     }
 }
+
+/// The client's ids and the session's own `tools/list` share the server's
+/// id space. Earlier builds named the session's own request
+/// `"resultbudget-tools-0"` in every session: a client request with that id,
+/// sent before or after it, had its answer swallowed as the listing's, and
+/// the listing's answer went to the client in its place. The id now holds a
+/// number of the session's own the client cannot guess, counts on (never
+/// repeats), and skips an id the client has in flight, should it guess one.
+#[test]
+fn a_client_id_equal_to_the_sessions_own_is_kept_apart() {
+    for client_first in [true, false] {
+        let calls = Calls::new(ProxyConfig::default());
+        let mut gate = calls.gate();
+        let mut to_server = Vec::new();
+        let mut send = |line: &[u8], to_server: &mut Vec<u8>| {
+            assert!(matches!(gate.check(line), Fate::Forward { .. }));
+            calls.note(gate.facts(), gate.tool());
+            to_server.extend_from_slice(gate.to_send());
+        };
+        let ping = |id: &str| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        // The id earlier builds gave the session's own request.
+        let old = r#""resultbudget-tools-0""#;
+        if client_first {
+            send(ping(old).as_bytes(), &mut to_server);
+        }
+        let ask = calls.tools_request(b"").expect("the tools are unknown");
+        to_server.extend_from_slice(&ask);
+        let first: Value = serde_json::from_slice(&ask).unwrap();
+        let first = first["id"].as_str().unwrap().to_owned();
+        // A client that guessed the next one: the session passes it by.
+        let guessed = format!("\"{}1\"", first.strip_suffix('0').unwrap());
+        if !client_first {
+            send(ping(old).as_bytes(), &mut to_server);
+        }
+        send(ping(&guessed).as_bytes(), &mut to_server);
+        // The server answers each request it read, by the id it read, in
+        // the order it read them; its first listing has a second page.
+        let mut server = Vec::new();
+        let answer = |v: &Value, server: &mut Vec<u8>| {
+            let a = if v["method"] == "tools/list" && v["params"]["cursor"].is_null() {
+                json!({"jsonrpc":"2.0","id":v["id"],"result":{"tools":[],"nextCursor":"p2"}})
+            } else if v["method"] == "tools/list" {
+                json!({"jsonrpc":"2.0","id":v["id"],"result":{"tools":[{"name":"t","inputSchema":{},"outputSchema":{"type":"object"}}]}})
+            } else {
+                json!({"jsonrpc":"2.0","id":v["id"],"result":{"pong":true}})
+            };
+            server.extend_from_slice(a.to_string().as_bytes());
+            server.push(b'\n');
+        };
+        // All but the guessed ping's answer first.
+        let read: Vec<Value> = to_server
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        let later = serde_json::from_str::<Value>(&guessed).unwrap();
+        for v in read.iter().filter(|v| v["id"] != later) {
+            answer(v, &mut server);
+        }
+        let mut relay = calls.answers().unwrap();
+        let mut to_client = Vec::new();
+        relay.feed(&server, &mut to_client);
+        // The second page, asked for while the guessed id is in flight: not
+        // under that id.
+        let ask = calls.tools_request(b"").expect("a second page");
+        let second: Value = serde_json::from_slice(&ask).unwrap();
+        let second = second["id"].as_str().unwrap();
+        assert_eq!(second, format!("{}2", first.strip_suffix('0').unwrap()));
+        server.clear();
+        answer(&serde_json::from_slice(&ask).unwrap(), &mut server);
+        for v in read.iter().filter(|v| v["id"] == later) {
+            answer(v, &mut server);
+        }
+        relay.feed(&server, &mut to_client);
+        let end = relay.finish(&mut to_client);
+        let got: Vec<Value> = to_client
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        let pong = |id: &str| json!({"jsonrpc":"2.0","id":serde_json::from_str::<Value>(id).unwrap(),"result":{"pong":true}});
+        assert_eq!(
+            got,
+            vec![pong(old), pong(&guessed)],
+            "client first: {client_first}; server read:\n{}",
+            String::from_utf8_lossy(&to_server)
+        );
+        assert!(calls.tools_known(), "client first: {client_first}");
+        assert_eq!(end, ServerEnd::default());
+    }
+}
