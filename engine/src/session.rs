@@ -445,8 +445,10 @@ pub(crate) struct Shared {
     pub(crate) tasks: Mutex<TaskTools>,
     pub(crate) tools_state: Mutex<ToolsState>,
     pub(crate) tools_cv: Condvar,
-    /// The middle part of the session's own request ids ([`own_id_nonce`]).
-    pub(crate) own_nonce: u64,
+    /// How the ids of the session's own requests begin (a quote, then
+    /// `resultbudget-tools-`, then [`own_id_nonce`] in 16 hex digits and a
+    /// `-`): an answer whose id begins so is never the client's.
+    pub(crate) own_prefix: Vec<u8>,
 }
 
 /// The lock, whether or not a holder panicked (the state it guards is left
@@ -469,7 +471,7 @@ impl Shared {
             tasks: Mutex::new(TaskTools::default()),
             tools_state: Mutex::new(ToolsState::default()),
             tools_cv: Condvar::new(),
-            own_nonce: own_id_nonce(),
+            own_prefix: format!("\"resultbudget-tools-{:016x}-", own_id_nonce()).into_bytes(),
         }
     }
 
@@ -490,8 +492,8 @@ impl Shared {
         // next), and, should it have been guessed, none in flight.
         let mut pending = lock(&self.pending);
         let id = loop {
-            let id =
-                format!("\"resultbudget-tools-{:016x}-{}\"", self.own_nonce, st.sent).into_bytes();
+            let mut id = self.own_prefix.clone();
+            id.extend_from_slice(format!("{}\"", st.sent).as_bytes());
             st.sent += 1;
             if pending.get(&id).is_none() {
                 break id;
@@ -531,6 +533,12 @@ impl Shared {
             },
         );
         Some((id, line))
+    }
+
+    /// Whether `id` (raw JSON, as an answer writes it) is one of the
+    /// session's own requests', in any spelling.
+    pub(crate) fn is_own_id(&self, id: &[u8]) -> bool {
+        sniff::canonical(id).starts_with(&self.own_prefix)
     }
 
     /// The session's own `tools/list` `id` was answered (or will not be):
@@ -1039,6 +1047,9 @@ pub struct AnswerRelay {
     deciding: bool,
     /// Part of the current line is in `out` already.
     streaming_out: bool,
+    /// The current line answers one of the session's own requests and
+    /// outgrew the hold: its bytes are let go as they come.
+    dropping_own: bool,
     /// Why the line is dropped: it is not valid JSON, or it answers twice.
     failed: Option<String>,
     in_bytes: u64,
@@ -1072,6 +1083,7 @@ impl AnswerRelay {
             in_line: false,
             deciding: false,
             streaming_out: false,
+            dropping_own: false,
             failed: None,
             in_bytes: 0,
             first: None,
@@ -1234,9 +1246,25 @@ impl AnswerRelay {
         if self.proj.repeated().is_some() {
             self.line_out.clear();
         }
+        // An answer to one of the session's own requests, known so by its
+        // id before it is whole, is never the client's: what the hold
+        // would stream on is let go instead (the tools probe reads the
+        // line apart from it).
+        if !self.dropping_own
+            && !self.streaming_out
+            && self.line_out.len() > shared.cfg.max_hold
+            && !self.proj.has_method()
+        {
+            let id = self.proj.id().or(self.probe.value.as_deref());
+            self.dropping_own = id.is_some_and(|id| shared.is_own_id(id));
+        }
+        if self.dropping_own {
+            self.line_out.clear();
+        }
         // A long pass-through line is streamed on rather than held; once it
         // streams, each piece goes out as soon as it is final.
         if self.failed.is_none()
+            && !self.dropping_own
             && self.proj.repeated().is_none()
             && !end
             && !self.line_out.is_empty()
@@ -1331,9 +1359,21 @@ impl AnswerRelay {
             _ => None,
         };
         let answered = p.is_some().then_some(self.answered.as_slice());
-        let own = p
-            .as_ref()
-            .is_some_and(|p| p.method == Method::ProxyToolsList);
+        // The session's own: the answer to its listing in flight, or one
+        // to a listing answered already or given up on (the client never
+        // sent that id; earlier builds passed such a second answer on).
+        let own = self.dropping_own
+            || match (&p, id) {
+                (Some(p), _) => p.method == Method::ProxyToolsList,
+                (None, Some(id)) => !proj.has_method() && shared.is_own_id(id),
+                (None, None) => false,
+            };
+        if own && self.streaming_out {
+            // It began to stream before its id showed it (an id written
+            // after the hold): end the line, so the client's framing
+            // survives.
+            out.push(b'\n');
+        }
         // A task-augmented call's answer names its task: remember the tool,
         // so the task's result (from tasks/result) gets the tool's treatment.
         if let (Some(pend), true) = (p.as_ref(), self.tasks_on) {
@@ -1407,6 +1447,7 @@ impl AnswerRelay {
         self.started = false;
         self.deciding = false;
         self.streaming_out = false;
+        self.dropping_own = false;
         self.failed = None;
         self.in_bytes = 0;
         self.first = None;

@@ -983,3 +983,73 @@ fn a_client_id_equal_to_the_sessions_own_is_kept_apart() {
         assert_eq!(end, ServerEnd::default());
     }
 }
+
+/// An answer to the session's own listing that finds it settled already (a
+/// second answer, or one after a broken line took the listing for the only
+/// request in flight) is the session's all the same: the client never sent
+/// that id. Earlier builds passed it on (found by the `proxy` fuzz target's
+/// fed session). And one longer than the hold, its id written first, is let
+/// go as it comes rather than streamed to the client; the tools in it are
+/// still learned.
+#[test]
+fn answers_to_the_sessions_own_listing_never_reach_the_client() {
+    let answer = |id: &str, tools: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{tools}]}}}}"#) + "\n"
+    };
+    let typed_tool = r#"{"name":"t","inputSchema":{},"outputSchema":{"type":"object"}}"#;
+    // Twice; and after a broken line that began as an answer.
+    for before in ["", "{\"jsonrpc\":\"2.0\",\"result\":{\"tools\":[\n"] {
+        let calls = Calls::new(ProxyConfig::default());
+        calls.set_log(|_, _| {});
+        let ask = calls.tools_request(b"").expect("the tools are unknown");
+        let id = serde_json::from_slice::<Value>(&ask).unwrap()["id"].to_string();
+        let mut server = before.to_string();
+        server += &answer(&id, typed_tool);
+        server += &answer(&id, typed_tool);
+        let mut relay = calls.answers().unwrap();
+        let mut to_client = Vec::new();
+        relay.feed(server.as_bytes(), &mut to_client);
+        let end = relay.finish(&mut to_client);
+        assert!(
+            to_client.is_empty(),
+            "after {before:?}: {}",
+            String::from_utf8_lossy(&to_client)
+        );
+        assert!(calls.tools_known());
+        assert_eq!(end, ServerEnd::default());
+    }
+    // Longer than the hold (64 bytes here), its id first: let go, learned.
+    let calls = Calls::new(ProxyConfig {
+        max_hold: 64,
+        ..ProxyConfig::default()
+    });
+    let ask = calls.tools_request(b"").expect("the tools are unknown");
+    let id = serde_json::from_slice::<Value>(&ask).unwrap()["id"].to_string();
+    let many = vec![typed_tool.replace("\"t\"", "\"u\""); 50].join(",");
+    let long = answer(&id, &format!("{many},{typed_tool}"));
+    assert!(long.len() > 64 * 20);
+    let mut relay = calls.answers().unwrap();
+    let mut to_client = Vec::new();
+    for piece in long.as_bytes().chunks(16) {
+        relay.feed(piece, &mut to_client);
+    }
+    assert!(
+        to_client.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&to_client)
+    );
+    assert!(calls.tools_known());
+    // The tool it taught is typed: a call of it over budget fails whole.
+    let mut gate = calls.gate();
+    let call =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#;
+    assert!(matches!(gate.check(call), Fate::Forward { .. }));
+    calls.note(gate.facts(), gate.tool());
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}],"structuredContent":{{}}}}}}"#,
+        "x".repeat(100_000)
+    ) + "\n";
+    relay.feed(big.as_bytes(), &mut to_client);
+    let got: Value = serde_json::from_slice(&to_client).unwrap();
+    assert_eq!(got["result"]["isError"], true, "{got}");
+}
