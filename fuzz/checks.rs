@@ -31,7 +31,7 @@ use resultbudget::framing;
 use resultbudget::gate::{Fate, RequestGate, Why};
 use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
-use resultbudget::proxy::{relay_session, ProxyConfig, SplitReads};
+use resultbudget::proxy::{relay_session, Calls, ProxyConfig, SplitReads};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
 use resultbudget::transport::ProjectWriter;
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
@@ -1476,6 +1476,8 @@ pub fn proxy_one(data: &[u8]) {
             }
         }
     }
+    // The same lines through the fed form, the tools not known in advance.
+    check_fed(&config, &cfg, &client, &server);
     // The same session with a hold of 64 to 575 bytes, so that the server's
     // longer lines stream on before they are whole (the default, 8 MiB, is
     // never reached here). A line that then breaks, or that the server's
@@ -1511,6 +1513,266 @@ pub fn proxy_one(data: &[u8]) {
                 .any(|a| a.get("method").is_none() && a.get("id") == Some(*id)),
             "request {r} was never answered with a hold of {hold}:\n{}",
             squash(&streamed.to_client)
+        );
+    }
+}
+
+/// What one fed session gave: the server's bytes and the client's, and the
+/// ids of the session's own `tools/list` requests, in order.
+struct FedRun {
+    to_server: Vec<u8>,
+    to_client: Vec<u8>,
+    own: Vec<Vec<u8>>,
+}
+
+impl FedRun {
+    /// Its bytes with each of the session's own ids written as its index
+    /// (a session's ids hold a random number of its own).
+    fn normalized(&self) -> (Vec<u8>, Vec<u8>) {
+        let swap = |b: &[u8]| {
+            let mut s = String::from_utf8_lossy(b).into_owned();
+            for (k, id) in self.own.iter().enumerate() {
+                s = s.replace(&*String::from_utf8_lossy(id), &format!("\"OWN-{k}\""));
+            }
+            s.into_bytes()
+        };
+        (swap(&self.to_server), swap(&self.to_client))
+    }
+}
+
+/// The placeholder a generated server line answers the session's own
+/// `tools/list` by: the fed run writes the id it last asked by in its place.
+const OWN_PLACEHOLDER: &str = "\"resultbudget-tools-0\"";
+
+/// One session in the fed form (`Calls`, its gate and its `AnswerRelay`),
+/// the tools not known in advance, with the harness as the gateway
+/// `docs/library.md` describes: before a `tools/call` goes on while the
+/// session does not know the tools, it sends the session's own `tools/list`
+/// (`Calls::tools_request`, every page) and holds the call, and every
+/// client line after it, until the tools are known or it gives up
+/// (`Calls::give_up_tools`; `Session` gives up after 3 s). Client and
+/// server lines come in the order `seed`'s bits pick; a server line gives
+/// up instead now and then while a call is held, and the server's end
+/// gives up on any listing still unanswered. Each server line is fed whole,
+/// or in two pieces cut `cut` bytes in.
+fn fed_session(
+    config: &ProxyConfig,
+    client: &[u8],
+    server: &[u8],
+    mut seed: u64,
+    cut: Option<usize>,
+) -> FedRun {
+    let calls = Calls::new(config.clone());
+    calls.set_log(|_, _| {});
+    let mut gate = calls.gate();
+    let Ok(mut relay) = calls.answers() else {
+        panic!("no answer relay");
+    };
+    let mut run = FedRun {
+        to_server: Vec::new(),
+        to_client: Vec::new(),
+        own: Vec::new(),
+    };
+    let client_lines: Vec<&[u8]> = lines_of(client);
+    let server_lines: Vec<&[u8]> = lines_of(server);
+    let whole = server.ends_with(b"\n");
+    let (mut ci, mut si) = (0, 0);
+    // The call held for the tools (its facts, tool and bytes), and the
+    // client's lines read after it.
+    let mut held: Option<(RequestFacts, String, Vec<u8>)> = None;
+    let mut queue: std::collections::VecDeque<&[u8]> = Default::default();
+    let ask = |calls: &Calls, version: &[u8], run: &mut FedRun| {
+        if let Some(line) = calls.tools_request(version) {
+            let id = value_unbounded(&line)
+                .map(|v| v["id"].to_string().into_bytes())
+                .unwrap_or_default();
+            run.own.push(id);
+            run.to_server.extend_from_slice(&line);
+        }
+    };
+    // A client line through the gate; `true` when its call is now held.
+    let mut client_line =
+        |line: &[u8], run: &mut FedRun, held: &mut Option<_>| match gate.check(line) {
+            Fate::Forward { .. } => {
+                let facts = gate.facts().clone();
+                if facts.is_call() && !calls.tools_known() {
+                    ask(&calls, &facts.version, run);
+                    if !calls.tools_known() {
+                        *held = Some((facts, gate.tool().to_owned(), gate.to_send().to_vec()));
+                        return;
+                    }
+                }
+                calls.note(&facts, gate.tool());
+                run.to_server.extend_from_slice(gate.to_send());
+            }
+            Fate::Dropped { reply, .. } => run.to_client.extend(reply.unwrap_or_default()),
+        };
+    loop {
+        // A held call goes on once the tools are known, and the lines
+        // queued behind it after it, until one is held again.
+        if let Some((facts, tool, bytes)) = held.take() {
+            if calls.tools_known() {
+                calls.note(&facts, &tool);
+                run.to_server.extend_from_slice(&bytes);
+                while held.is_none() {
+                    let Some(line) = queue.pop_front() else {
+                        break;
+                    };
+                    client_line(line, &mut run, &mut held);
+                }
+            } else {
+                held = Some((facts, tool, bytes));
+            }
+        }
+        let bit = seed & 1;
+        seed = seed.rotate_right(1) ^ 0x9e37_79b9;
+        let server_left = si < server_lines.len();
+        if ci < client_lines.len() && (bit == 0 || !server_left) {
+            let line = client_lines[ci];
+            ci += 1;
+            if held.is_some() {
+                queue.push_back(line);
+            } else {
+                client_line(line, &mut run, &mut held);
+            }
+            continue;
+        }
+        if held.is_some() && (!server_left || seed & 7 == 7) {
+            calls.give_up_tools();
+            continue;
+        }
+        if !server_left {
+            break;
+        }
+        let mut line = server_lines[si].to_vec();
+        si += 1;
+        if let Some(own) = run.own.last() {
+            let text = String::from_utf8_lossy(&line);
+            if text.contains(OWN_PLACEHOLDER) {
+                line = text
+                    .replace(OWN_PLACEHOLDER, &String::from_utf8_lossy(own))
+                    .into_bytes();
+            }
+        }
+        if si < server_lines.len() || whole {
+            line.push(b'\n');
+        }
+        match cut.map(|c| c.min(line.len())) {
+            Some(c) => {
+                relay.feed(&line[..c], &mut run.to_client);
+                relay.feed(&line[c..], &mut run.to_client);
+            }
+            None => relay.feed(&line, &mut run.to_client),
+        }
+        // A page answered: the next, while the call waits.
+        if let Some((facts, _, _)) = &held {
+            let version = facts.version.clone();
+            ask(&calls, &version, &mut run);
+        }
+    }
+    relay.finish(&mut run.to_client);
+    run
+}
+
+/// The fed form with the tools unknown (`fed_session`): the session's own
+/// listing never reaches the client and never shares an id with a request
+/// of the client's in flight, every page it asks for after the first names
+/// a cursor the server gave, every request the client sent is answered
+/// unless cancelled, every line the client reads is JSON, and the same
+/// bytes come out however the server's lines are cut.
+fn check_fed(config: &ProxyConfig, cfg: &ProxyCfg, client: &[u8], server: &[u8]) {
+    let seed = cfg
+        .client_reads
+        .iter()
+        .chain(&cfg.server_reads)
+        .fold(0u64, |a, &r| a.rotate_left(16) ^ r as u64);
+    let run = fed_session(config, client, server, seed, None);
+    let cut = 1 + cfg.server_reads[0] as usize % 64;
+    let split = fed_session(config, client, server, seed, Some(cut));
+    assert!(
+        run.normalized() == split.normalized(),
+        "the fed session changed with the server's lines cut {cut} bytes in:\n{}\n--\n{}",
+        squash(&run.normalized().1),
+        squash(&split.normalized().1)
+    );
+    let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
+    let got: Vec<Option<Value>> = lines_of(&run.to_client)
+        .iter()
+        .map(|l| value_of(l))
+        .collect();
+    for (l, v) in lines_of(&run.to_client).iter().zip(&got) {
+        assert!(
+            v.is_some(),
+            "the client read a line that is not JSON: {}",
+            squash(l)
+        );
+    }
+    let own: Vec<Value> = run.own.iter().filter_map(|id| value_of(id)).collect();
+    let mut distinct = own.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), own.len(), "an own id twice: {own:?}");
+    let answers: Vec<&Value> = got
+        .iter()
+        .flatten()
+        .filter(|v| v.get("method").is_none())
+        .collect();
+    for a in &answers {
+        assert!(
+            !own.contains(&a["id"]),
+            "the session's own listing reached the client: {a}\nserver read:\n{}\nserver sent:\n{}",
+            squash(&run.to_server),
+            squash(server)
+        );
+    }
+    // What the server read: the client's lines and the session's own
+    // requests. Each own request is a `tools/list` whose id no request of
+    // the client's before it has; a page after the first names a cursor
+    // the server gave.
+    let cursors: Vec<Value> = lines_of(server)
+        .iter()
+        .filter_map(|l| value_of(l))
+        .filter_map(|v| v["result"].get("nextCursor").cloned())
+        .collect();
+    let mut forwarded: Vec<Value> = Vec::new();
+    for l in lines_of(&run.to_server) {
+        let Some(v) = value_of(l) else {
+            continue;
+        };
+        if own.contains(&v["id"]) && v["method"] == "tools/list" {
+            assert!(
+                !forwarded.contains(&v["id"]),
+                "the session asked with an id the client had sent: {}",
+                squash(l)
+            );
+            if let Some(c) = v["params"].get("cursor") {
+                assert!(
+                    cursors.contains(c),
+                    "a cursor the server never gave: {}",
+                    squash(l)
+                );
+            }
+        } else if v.get("method").is_some() {
+            if let Some(id) = v.get("id") {
+                forwarded.push(id.clone());
+            }
+        }
+    }
+    // Every request the client sent that the gate let through or refused
+    // is answered by the end, unless cancelled.
+    let cancelled: Vec<Value> = lines_of(&run.to_server)
+        .iter()
+        .filter_map(|l| value_of(l))
+        .filter(|v| v["method"] == "notifications/cancelled")
+        .map(|v| v["params"]["requestId"].clone())
+        .collect();
+    for id in forwarded
+        .iter()
+        .filter(|id| !cancelled.contains(id) && !own.contains(id))
+    {
+        assert!(
+            answers.iter().any(|a| &a["id"] == id),
+            "request {id} was never answered:\n{}",
+            squash(&run.to_client)
         );
     }
 }
