@@ -1255,8 +1255,15 @@ impl AnswerRelay {
             && self.line_out.len() > shared.cfg.max_hold
             && !self.proj.has_method()
         {
+            // (Not a request of the client's in flight by that id: one
+            // that guessed the session's number keeps its answer.)
             let id = self.proj.id().or(self.probe.value.as_deref());
-            self.dropping_own = id.is_some_and(|id| shared.is_own_id(id));
+            self.dropping_own = id.is_some_and(|id| {
+                shared.is_own_id(id)
+                    && lock(&shared.pending)
+                        .get(id)
+                        .is_none_or(|p| p.method == Method::ProxyToolsList)
+            });
         }
         if self.dropping_own {
             self.line_out.clear();
