@@ -22,7 +22,7 @@ pub use crate::session::{AnswerRelay, Calls, ServerEnd, ToolFacts};
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Log verbosity.
@@ -95,9 +95,29 @@ const TOOLS_WAIT: Duration = Duration::from_secs(3);
 /// [`ProxyConfig::max_hold`], the guard's caps) and what [`Calls`] bounds.
 pub struct Session {
     calls: Calls,
-    /// What the client reads; both relays write whole lines to it.
-    client_out: Mutex<Box<dyn Write + Send>>,
+    /// What the client reads; both relays write to it.
+    client_out: Mutex<ClientOut>,
+    /// Signalled when the server's relay ends a line it streamed.
+    line_ended: Condvar,
 }
+
+/// What the client reads, and the lines of the client's relay (answers to
+/// lines it refused) held while the server's relay is inside a line it
+/// streams: written there, they would break that line and be lost in it.
+struct ClientOut {
+    w: Box<dyn Write + Send>,
+    /// The server's relay wrote part of a line and not its end.
+    mid_line: bool,
+    /// The client relay's lines waiting for that line's end (at most
+    /// [`HELD_REPLIES`] bytes; past that the client's relay waits).
+    held: Vec<u8>,
+}
+
+/// The most bytes of the client relay's own lines held while the server's
+/// relay streams a line. Protects: memory, against a client that sends
+/// refused calls while a long line streams on (its relay then waits for the
+/// line's end). Does not bound: how long that wait is.
+const HELD_REPLIES: usize = 1 << 20;
 
 impl Session {
     /// A session that writes what the client reads (answers, the server's
@@ -105,7 +125,12 @@ impl Session {
     pub fn new(cfg: ProxyConfig, to_client: impl Write + Send + 'static) -> Session {
         Session {
             calls: Calls::new(cfg),
-            client_out: Mutex::new(Box::new(to_client)),
+            client_out: Mutex::new(ClientOut {
+                w: Box::new(to_client),
+                mid_line: false,
+                held: Vec::new(),
+            }),
+            line_ended: Condvar::new(),
         }
     }
 
@@ -160,15 +185,14 @@ impl Session {
                 let k = answers.feed_until(rest, &mut out, OUT_BATCH);
                 rest = rest.get(k..).unwrap_or(&[]);
                 if !out.is_empty() && (rest.is_empty() || out.len() >= OUT_BATCH) {
-                    let _ = self.send_client(&out);
+                    let _ = self.send_from_server(&out, answers.mid_line());
                     out.clear();
                 }
             }
         }
         let end = answers.finish(&mut out);
-        if !out.is_empty() {
-            let _ = self.send_client(&out);
-        }
+        // (`finish` ends a line that streamed: nothing waits after this.)
+        let _ = self.send_from_server(&out, false);
         end
     }
 
@@ -176,10 +200,42 @@ impl Session {
         &self.calls.0
     }
 
-    fn send_client(&self, bytes: &[u8]) -> std::io::Result<()> {
+    /// The server relay's bytes for the client; `mid_line`: they end inside
+    /// a line. At a line's end, the client relay's lines held meanwhile go
+    /// after it.
+    fn send_from_server(&self, bytes: &[u8], mid_line: bool) -> std::io::Result<()> {
         let mut out = lock(&self.client_out);
-        out.write_all(bytes)?;
-        out.flush()
+        out.mid_line = mid_line;
+        let mut r = out.w.write_all(bytes);
+        if !mid_line && !out.held.is_empty() {
+            let held = std::mem::take(&mut out.held);
+            r = r.and_then(|()| out.w.write_all(&held));
+            // Its room kept for the next time.
+            out.held = held;
+            out.held.clear();
+        }
+        if !mid_line {
+            self.line_ended.notify_all();
+        }
+        r.and_then(|()| out.w.flush())
+    }
+
+    /// A line of the client relay's own (an answer to a line it refused):
+    /// written now, or after the line the server's relay is streaming.
+    fn send_client(&self, line: &[u8]) -> std::io::Result<()> {
+        let mut out = lock(&self.client_out);
+        while out.mid_line && out.held.len() + line.len() > HELD_REPLIES {
+            out = match self.line_ended.wait(out) {
+                Ok(g) => g,
+                Err(p) => p.into_inner(),
+            };
+        }
+        if out.mid_line {
+            out.held.extend_from_slice(line);
+            return Ok(());
+        }
+        out.w.write_all(line)?;
+        out.w.flush()
     }
 }
 

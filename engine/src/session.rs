@@ -1090,6 +1090,16 @@ impl AnswerRelay {
         })
     }
 
+    /// Whether `out` ends inside a line: a long pass-through line began to
+    /// stream on ([`ProxyConfig::max_hold`]) and its end has not come. A
+    /// gateway that writes lines of its own to the client (a gate's
+    /// refusal, [`crate::gate::Fate::Dropped`]) holds them until this is
+    /// false again, or they land inside that line and the client can read
+    /// neither.
+    pub fn mid_line(&self) -> bool {
+        self.streaming_out
+    }
+
     /// Feed the server's `bytes`; what the client is to read is appended to
     /// `out`.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<u8>) {

@@ -745,6 +745,8 @@ fn a_tokio_gateway_on_the_fed_form() {
         let mut answers = calls.answers().unwrap();
         let (mut cbuf, mut sbuf) = (vec![0u8; 64 << 10], vec![0u8; 64 << 10]);
         let (mut to_server, mut out) = (Vec::new(), Vec::new());
+        // The gate's own answers, held while a line streams on.
+        let mut replies = Vec::new();
         loop {
             tokio::select! {
                 n = from_client.read(&mut cbuf), if server_in.is_some() => {
@@ -766,7 +768,7 @@ fn a_tokio_gateway_on_the_fed_form() {
                         }
                         match gate.end_line() {
                             Fate::Forward { .. } => calls.note(gate.facts(), gate.tool()),
-                            Fate::Dropped { reply, .. } => out.extend(reply.unwrap_or_default()),
+                            Fate::Dropped { reply, .. } => replies.extend(reply.unwrap_or_default()),
                         }
                         to_server.extend_from_slice(gate.to_send());
                     }
@@ -779,12 +781,16 @@ fn a_tokio_gateway_on_the_fed_form() {
                     let n = n.unwrap();
                     if n == 0 {
                         let end = answers.finish(&mut out);
+                        out.append(&mut replies);
                         to_client.write_all(&out).await.unwrap();
                         to_client.shutdown().await.unwrap();
                         return end;
                     }
                     answers.feed(&sbuf[..n], &mut out);
                 }
+            }
+            if !answers.mid_line() {
+                out.append(&mut replies);
             }
             if !out.is_empty() {
                 to_client.write_all(&out).await.unwrap();
@@ -1052,4 +1058,103 @@ fn answers_to_the_sessions_own_listing_never_reach_the_client() {
     relay.feed(big.as_bytes(), &mut to_client);
     let got: Value = serde_json::from_slice(&to_client).unwrap();
     assert_eq!(got["result"]["isError"], true, "{got}");
+}
+
+/// What the client reads, shared with the session that writes it.
+#[derive(Clone, Default)]
+struct Collected(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Collected {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The server's output: the first part of a line, then, at the next read,
+/// a wait until told to go on, then the rest.
+struct Paused {
+    parts: Vec<Vec<u8>>,
+    waiting: mpsc::Sender<()>,
+    go: mpsc::Receiver<()>,
+}
+
+impl Read for Paused {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.parts.is_empty() {
+            return Ok(0);
+        }
+        if self.parts.len() == 1 {
+            // The first part went out: the relay is inside the line.
+            self.waiting.send(()).unwrap();
+            self.go.recv().unwrap();
+        }
+        let part = self.parts.remove(0);
+        buf[..part.len()].copy_from_slice(&part);
+        Ok(part.len())
+    }
+}
+
+/// A line the client's relay writes itself (the answer to a refused call)
+/// while the server's relay is streaming a long line on (past the hold)
+/// waits for that line's end. Earlier builds wrote it inside the line: the
+/// client could read neither, and the refused call waited for ever (found
+/// by the `proxy` fuzz target's fed session, whose gateway did the same).
+#[test]
+fn a_refusal_waits_for_the_end_of_a_line_that_streams() {
+    let cfg = ProxyConfig {
+        max_hold: 1024,
+        guard: Guard::new(ArgCaps {
+            max_arg_bytes: 16,
+            ..ArgCaps::DEFAULT
+        }),
+        ..ProxyConfig::default()
+    };
+    let out = Collected::default();
+    let session = Arc::new(Session::new(cfg, out.clone()));
+    session.set_log(|_, _| {});
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"{}"}}}}"#,
+        "x".repeat(8000)
+    ) + "\n";
+    let (waiting, is_waiting) = mpsc::channel();
+    let (go, wait_for_go) = mpsc::channel();
+    let server = Paused {
+        parts: vec![
+            long.as_bytes()[..4000].to_vec(),
+            long.as_bytes()[4000..].to_vec(),
+        ],
+        waiting,
+        go: wait_for_go,
+    };
+    let relay = {
+        let session = Arc::clone(&session);
+        std::thread::spawn(move || session.relay_server(server))
+    };
+    is_waiting.recv().unwrap();
+    let streamed = out.0.lock().unwrap().len();
+    assert!(streamed > 1024, "the line streams on: {streamed} bytes out");
+    let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"far over sixteen bytes"}}});
+    session.relay_client(format!("{call}\n").as_bytes(), std::io::sink());
+    go.send(()).unwrap();
+    relay.join().unwrap();
+    let got = out.0.lock().unwrap().clone();
+    let lines: Vec<&[u8]> = got
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    // (Short messages: the line is 8 KB.)
+    let shown = |b: &[u8]| String::from_utf8_lossy(&b[b.len().saturating_sub(300)..]).into_owned();
+    assert_eq!(lines.len(), 2, "…{}", shown(&got));
+    assert!(
+        lines[0] == long.trim_end().as_bytes(),
+        "…{}",
+        shown(lines[0])
+    );
+    let refusal: Value = serde_json::from_slice(lines[1]).unwrap();
+    assert_eq!(refusal["id"], 7, "{refusal}");
+    assert_eq!(refusal["result"]["isError"], true, "{refusal}");
 }
