@@ -1177,12 +1177,7 @@ pub fn proxy_one(data: &[u8]) {
         // with both a `result` and an `error`, is dropped as an unreadable
         // one is (`docs/proxy.md`).
         // (Keys by value: `"i\u0064"` is `id` to every reader.)
-        let keys: Vec<String> = doc
-            .members()
-            .unwrap_or(&[])
-            .iter()
-            .map(|(k, _)| decode_key(k, s))
-            .collect();
+        let keys = decoded_keys(&doc, s);
         if not_one_answer(&keys) {
             continue;
         }
@@ -1840,6 +1835,15 @@ fn loose_id(v: &Value) -> Option<String> {
     }
 }
 
+/// The keys of object `n`'s members as a reader reads them, in order.
+fn decoded_keys(n: &Node, doc: &[u8]) -> Vec<String> {
+    n.members()
+        .unwrap_or(&[])
+        .iter()
+        .map(|(k, _)| decode_key(k, doc))
+        .collect()
+}
+
 /// The members of object `n` whose key reads as `key`.
 fn all_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Vec<&'n Node> {
     n.members()
@@ -1969,12 +1973,7 @@ fn typed_owed(
             continue;
         }
         let tree = parse(l);
-        let keys: Vec<String> = tree
-            .members()
-            .unwrap_or(&[])
-            .iter()
-            .map(|(k, _)| decode_key(k, l))
-            .collect();
+        let keys = decoded_keys(&tree, l);
         let count = |key: &str| keys.iter().filter(|k| *k == key).count();
         let ids: Vec<Option<String>> = all_decoded(&tree, l, "id")
             .iter()
