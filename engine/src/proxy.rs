@@ -204,14 +204,13 @@ impl Session {
     /// a line. At a line's end, the client relay's lines held meanwhile go
     /// after it.
     fn send_from_server(&self, bytes: &[u8], mid_line: bool) -> std::io::Result<()> {
-        let mut out = lock(&self.client_out);
+        let mut guard = lock(&self.client_out);
+        let out = &mut *guard;
         out.mid_line = mid_line;
         let mut r = out.w.write_all(bytes);
         if !mid_line && !out.held.is_empty() {
-            let held = std::mem::take(&mut out.held);
-            r = r.and_then(|()| out.w.write_all(&held));
-            // Its room kept for the next time.
-            out.held = held;
+            r = r.and_then(|()| out.w.write_all(&out.held));
+            // (Its room kept for the next time.)
             out.held.clear();
         }
         if !mid_line {
