@@ -1012,6 +1012,12 @@ fn is_blank(l: &[u8]) -> bool {
     l.iter().all(|b| b" \t\r".contains(b))
 }
 
+/// A line's value as a JSON reader reads it, a lone surrogate escape
+/// read as U+FFFD (of the same length, `\ufffd`); `None` if it is not JSON.
+fn value_of(l: &[u8]) -> Option<Value> {
+    value_unbounded(&lone_as_replacement(l))
+}
+
 /// Whether `line` is JSON, a lone surrogate escape allowed (as `\ufffd`).
 /// (Nesting is bounded by the engine's 1024 levels, so the parse has no
 /// recursion limit.)
@@ -1052,7 +1058,6 @@ pub fn proxy_one(data: &[u8]) {
     // (a session this small never streams a line before it is whole). What
     // the proxy answers itself (an error, a refusal) answers a request the
     // client sent.
-    let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
     // The id of each request as far as the guard read it.
     let client_lines = lines_of(&client);
     let client_facts: Vec<RequestFacts> = client_lines
@@ -1589,7 +1594,8 @@ fn fed_session(
             run.to_server.extend_from_slice(&line);
         }
     };
-    // A client line through the gate; `true` when its call is now held.
+    // A client line through the gate: on to the server, or held (a call
+    // while the tools are unknown), or answered by the gate.
     let mut client_line =
         |line: &[u8], run: &mut FedRun, held: &mut Option<_>| match gate.check(line) {
             Fate::Forward { .. } => {
@@ -1711,7 +1717,6 @@ fn check_fed(config: &ProxyConfig, cfg: &ProxyCfg, client: &[u8], server: &[u8])
         ..config.clone()
     };
     let streamed = fed_session(&held, client, server, seed, None);
-    let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
     for (run, strict) in [(&run, true), (&streamed, false)] {
         let got: Vec<Option<Value>> = lines_of(&run.to_client)
             .iter()
@@ -1883,7 +1888,6 @@ fn typed_owed(
     readable: &dyn Fn(&[u8]) -> bool,
 ) -> Vec<bool> {
     let has = |l: &[u8], w: &[u8]| l.windows(w.len()).any(|x| x == w);
-    let value_of = |l: &[u8]| value_unbounded(&lone_as_replacement(l));
     // The ids each client line may be taken to carry: as a reader reads
     // them, and as the guard took them.
     let line_keys: Vec<Vec<String>> = client_lines
