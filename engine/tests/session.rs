@@ -21,6 +21,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// Each non-empty line of `b`, parsed (panics on one that is not JSON).
+fn json_lines(b: &[u8]) -> Vec<Value> {
+    b.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect()
+}
+
 /// A server started as a gateway starts it: its stdin and stdout are the
 /// caller's, its stderr is dropped.
 fn spawn_server(cmd: &[String], env: &[(&str, &str)]) -> (Child, ChildStdin, ChildStdout) {
@@ -455,12 +463,7 @@ fn the_fed_form_decides_as_the_session_does_however_the_bytes_come() {
     let tools = [("plain", false, true), ("typed", true, true)];
     let threaded = relay_session(cfg.clone(), &tools, client.as_bytes(), server.as_bytes());
     // What the session did, checked, so agreeing with it means something.
-    let lines: Vec<Value> = threaded
-        .to_client
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect();
+    let lines = json_lines(&threaded.to_client);
     let by_id = |id: i64| -> Vec<&Value> { lines.iter().filter(|v| v["id"] == id).collect() };
     assert_eq!(
         by_id(9)[0]["result"]["_meta"]["resultbudget/refusal"]["cap"],
@@ -600,11 +603,7 @@ impl Fed {
 
     /// What the client read, line by line.
     fn lines(&self) -> Vec<Value> {
-        self.to_client
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| serde_json::from_slice(l).unwrap())
-            .collect()
+        json_lines(&self.to_client)
     }
 
     /// Read until the answers with these ids are in; them, in that order.
@@ -948,11 +947,7 @@ fn a_client_id_equal_to_the_sessions_own_is_kept_apart() {
             server.push(b'\n');
         };
         // All but the guessed ping's answer first.
-        let read: Vec<Value> = to_server
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| serde_json::from_slice(l).unwrap())
-            .collect();
+        let read = json_lines(&to_server);
         let later = serde_json::from_str::<Value>(&guessed).unwrap();
         for v in read.iter().filter(|v| v["id"] != later) {
             answer(v, &mut server);
@@ -973,11 +968,7 @@ fn a_client_id_equal_to_the_sessions_own_is_kept_apart() {
         }
         relay.feed(&server, &mut to_client);
         let end = relay.finish(&mut to_client);
-        let got: Vec<Value> = to_client
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(|l| serde_json::from_slice(l).unwrap())
-            .collect();
+        let got = json_lines(&to_client);
         let pong = |id: &str| json!({"jsonrpc":"2.0","id":serde_json::from_str::<Value>(id).unwrap(),"result":{"pong":true}});
         assert_eq!(
             got,
