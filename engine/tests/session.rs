@@ -1149,3 +1149,52 @@ fn a_refusal_waits_for_the_end_of_a_line_that_streams() {
     assert_eq!(refusal["id"], 7, "{refusal}");
     assert_eq!(refusal["result"]["isError"], true, "{refusal}");
 }
+
+/// A server whose listing never ends (each page names one more tool and a
+/// next cursor): the session asks for 100 pages in a row, each with the
+/// cursor the last one gave, and then takes the tools as known; what the
+/// pages taught it counts (the last page's tool is typed). Nothing of it
+/// reaches the client.
+#[test]
+fn a_listing_that_never_ends_is_read_for_a_hundred_pages() {
+    let calls = Calls::new(ProxyConfig::default());
+    let mut relay = calls.answers().unwrap();
+    let mut to_client = Vec::new();
+    let mut pages = 0u32;
+    let mut cursor = Value::Null;
+    while let Some(ask) = calls.tools_request(b"") {
+        let ask: Value = serde_json::from_slice(&ask).unwrap();
+        assert_eq!(ask["params"]["cursor"], cursor, "page {pages}");
+        pages += 1;
+        cursor = json!(format!("c{pages}"));
+        let tool = json!({"name": format!("t{pages}"), "inputSchema": {}, "outputSchema": {"type": "object"}});
+        let page =
+            json!({"jsonrpc":"2.0","id":ask["id"],"result":{"tools":[tool],"nextCursor":cursor}});
+        relay.feed(format!("{page}\n").as_bytes(), &mut to_client);
+        assert!(pages <= 100, "asked past the cap");
+    }
+    assert_eq!(pages, 100);
+    assert!(calls.tools_known());
+    assert!(
+        to_client.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&to_client)
+    );
+    // The hundredth page's tool is typed: its call's answer over budget
+    // becomes the typed error.
+    let mut gate = calls.gate();
+    let call =
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t100","arguments":{}}}"#;
+    assert!(matches!(gate.check(call.as_bytes()), Fate::Forward { .. }));
+    calls.note(gate.facts(), gate.tool());
+    let big = "x".repeat(1 << 20);
+    let answer = json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":big}],"structuredContent":{"s":big}}});
+    relay.feed(format!("{answer}\n").as_bytes(), &mut to_client);
+    let end = relay.finish(&mut to_client);
+    assert_eq!(end, ServerEnd::default());
+    let got = json_lines(&to_client);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["result"]["isError"], true, "{}", got[0]);
+    let text = got[0]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("result_budget_exceeded"), "{text}");
+}
