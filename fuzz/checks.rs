@@ -1026,6 +1026,30 @@ fn json_line(line: &[u8]) -> bool {
         && serde_unbounded(&lone_as_replacement(line)).is_ok()
 }
 
+/// Each client line's request facts as the guard reads them.
+fn guard_facts(strict: bool, lines: &[&[u8]]) -> Vec<RequestFacts> {
+    lines
+        .iter()
+        .map(|l| {
+            let mut g = Guard::new(ArgCaps::DEFAULT);
+            g.set_lone_surrogates(!strict);
+            g.feed(l);
+            g.end_line();
+            g.facts().clone()
+        })
+        .collect()
+}
+
+/// Whether the proxy reads a server line as one JSON value (a lone
+/// surrogate escape refused when `strict`).
+fn readable_line(strict: bool, l: &[u8]) -> bool {
+    let read = lone_as_replacement(l);
+    !is_blank(l)
+        && (!strict || read == l)
+        && scan_depth(l) <= DEFAULT_NESTING as usize
+        && serde_unbounded(&read).is_ok()
+}
+
 pub fn proxy_one(data: &[u8]) {
     let (cfg, body): (ProxyCfg, _) = header(data);
     let (client, server) = proxy_inputs(&cfg, body);
@@ -1060,16 +1084,7 @@ pub fn proxy_one(data: &[u8]) {
     // client sent.
     // The id of each request as far as the guard read it.
     let client_lines = lines_of(&client);
-    let client_facts: Vec<RequestFacts> = client_lines
-        .iter()
-        .map(|l| {
-            let mut g = Guard::new(ArgCaps::DEFAULT);
-            g.set_lone_surrogates(!cfg.strict);
-            g.feed(l);
-            g.end_line();
-            g.facts().clone()
-        })
-        .collect();
+    let client_facts = guard_facts(cfg.strict, &client_lines);
     // (A request whose id the guard could not take is answered with a null
     // id, JSON-RPC's id for one that cannot be read.)
     let sent_ids: Vec<Value> = client_facts
@@ -1148,13 +1163,7 @@ pub fn proxy_one(data: &[u8]) {
     // is not one answer (`not_one_answer`), is never forwarded (its call may
     // get an error of the proxy's own). Nothing else reaches the client but
     // the proxy's own errors and refusals.
-    let readable = |l: &[u8]| {
-        let read = lone_as_replacement(l);
-        !is_blank(l)
-            && (!cfg.strict || read == l)
-            && scan_depth(l) <= DEFAULT_NESTING as usize
-            && serde_unbounded(&read).is_ok()
-    };
+    let readable = |l: &[u8]| readable_line(cfg.strict, l);
     let own_line = |k: usize| got_values.get(k).and_then(Option::as_ref).is_some_and(own);
     let mut k = 0;
     // (A last line without its newline is one the server left half-written.)
@@ -1163,12 +1172,16 @@ pub fn proxy_one(data: &[u8]) {
     // The answers owed a typed treatment, by the twin of its choice.
     let forwarded = lines_of(&whole.to_server);
     let owed_typed = typed_owed(
-        cfg.inventory,
-        &client_lines,
-        &client_values,
-        &client_facts,
-        &forwarded,
+        &Followed {
+            inventory: cfg.inventory,
+            known: true,
+            client_lines: &client_lines,
+            client_values: &client_values,
+            client_facts: &client_facts,
+            forwarded: &forwarded,
+        },
         &served[..whole_lines],
+        &vec![forwarded.len(); whole_lines],
         &readable,
     );
     for (si, s) in served
@@ -1245,23 +1258,14 @@ pub fn proxy_one(data: &[u8]) {
                     &sv.as_ref().unwrap_or(&Value::Null)["result"],
                     &cv.as_ref().unwrap_or(&Value::Null)["result"],
                 );
-                if sr.is_object() {
-                    let failed = cr["isError"] == true
-                        && cr["content"][0]["text"]
-                            .as_str()
-                            .is_some_and(|t| t.starts_with("result_budget_exceeded"));
-                    let whole = ["content", "structuredContent", "isError"]
-                        .iter()
-                        .all(|k| cr.get(k) == sr.get(k));
-                    assert!(
-                        failed || whole,
-                        "a typed call's result came back cut: {}\nthe server sent {}\nclient:\n{}\nserver:\n{}",
-                        squash(c),
-                        squash(s),
-                        squash(&client),
-                        squash(&server)
-                    );
-                }
+                assert!(
+                    typed_kept(sr, cr),
+                    "a typed call's result came back cut: {}\nthe server sent {}\nclient:\n{}\nserver:\n{}",
+                    squash(c),
+                    squash(s),
+                    squash(&client),
+                    squash(&server)
+                );
             }
             break;
         }
@@ -1526,6 +1530,9 @@ struct FedRun {
     /// The gate's answers, held while the relay is inside a line it
     /// streams (`AnswerRelay::mid_line`), as a gateway holds them.
     replies: Vec<u8>,
+    /// Each server line as it was fed (the session's own id in place of
+    /// the placeholder), and how many lines the server had read by then.
+    served: Vec<(Vec<u8>, usize)>,
 }
 
 impl FedRun {
@@ -1576,6 +1583,7 @@ fn fed_session(
         to_client: Vec::new(),
         own: Vec::new(),
         replies: Vec::new(),
+        served: Vec::new(),
     };
     let client_lines: Vec<&[u8]> = lines_of(client);
     let server_lines: Vec<&[u8]> = lines_of(server);
@@ -1663,6 +1671,8 @@ fn fed_session(
             }
         }
         if si < server_lines.len() || whole {
+            let read = lines_of(&run.to_server).len();
+            run.served.push((line.clone(), read));
             line.push(b'\n');
         }
         match cut.map(|c| c.min(line.len())) {
@@ -1823,6 +1833,68 @@ fn check_fed(config: &ProxyConfig, cfg: &ProxyCfg, client: &[u8], server: &[u8])
             );
         }
     }
+    // Where the twin says the session must take an answer for a typed
+    // call's, it reaches the client whole or as the typed error (with the
+    // default hold: a shorter one may stream an own listing before its id
+    // shows, and then the session does not learn from it).
+    let client_lines = lines_of(client);
+    let client_values: Vec<Option<Value>> = client_lines.iter().map(|l| value_of(l)).collect();
+    let client_facts = guard_facts(cfg.strict, &client_lines);
+    let forwarded = lines_of(&run.to_server);
+    let served: Vec<&[u8]> = run.served.iter().map(|(l, _)| &l[..]).collect();
+    let after: Vec<usize> = run.served.iter().map(|&(_, n)| n).collect();
+    let owed = typed_owed(
+        &Followed {
+            inventory: cfg.inventory,
+            known: false,
+            client_lines: &client_lines,
+            client_values: &client_values,
+            client_facts: &client_facts,
+            forwarded: &forwarded,
+        },
+        &served,
+        &after,
+        &|l| readable_line(cfg.strict, l),
+    );
+    let got: Vec<Value> = lines_of(&run.to_client)
+        .iter()
+        .filter_map(|l| value_of(l))
+        .filter(|v| v.get("method").is_none())
+        .collect();
+    for (s, _) in served.iter().zip(&owed).filter(|(_, &o)| o) {
+        let Some(sv) = value_of(s) else {
+            continue;
+        };
+        let Some(c) = got.iter().find(|c| c.get("id") == sv.get("id")) else {
+            panic!(
+                "a typed call's answer never reached the client: {}\nclient read:\n{}",
+                squash(s),
+                squash(&run.to_client)
+            );
+        };
+        assert!(
+            typed_kept(&sv["result"], &c["result"]),
+            "a typed call's result came back cut (fed): {c}\nthe server sent {}\nserver read:\n{}\nserver sent:\n{}",
+            squash(s),
+            squash(&run.to_server),
+            squash(server)
+        );
+    }
+}
+
+/// Whether the client's `cr` keeps the server's result `sr` as a typed
+/// call's must be kept: whole (its `content`, `structuredContent` and
+/// `isError`), or replaced by the typed error. (Only a result object is
+/// owed that.)
+fn typed_kept(sr: &Value, cr: &Value) -> bool {
+    let failed = cr["isError"] == true
+        && cr["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("result_budget_exceeded"));
+    let whole = ["content", "structuredContent", "isError"]
+        .iter()
+        .all(|k| cr.get(k) == sr.get(k));
+    !sr.is_object() || failed || whole
 }
 
 /// An id by value, loosely: a string that reads as a number is that number
@@ -1859,19 +1931,47 @@ fn all_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Vec<&'n Node> {
         .collect()
 }
 
+/// What the typed twin ([`typed_owed`]) follows of a session: the client's
+/// lines (as read, and as the guard read them) and the lines the server
+/// read (the client's it forwarded, and the session's own listings).
+#[derive(Clone, Copy)]
+struct Followed<'a> {
+    /// The session runs with [`PROXY_INVENTORY`].
+    inventory: bool,
+    /// The session knows [`PROXY_TOOLS`] in advance.
+    known: bool,
+    client_lines: &'a [&'a [u8]],
+    client_values: &'a [Option<Value>],
+    client_facts: &'a [RequestFacts],
+    forwarded: &'a [&'a [u8]],
+}
+
+/// A request the twin follows: its id's key, a call's tool (`None` for a
+/// `tools/list`), its place among the lines the server read, and whether
+/// the session sent it.
+struct Request {
+    key: String,
+    tool: Option<String>,
+    at: usize,
+    own: bool,
+}
+
 /// A twin of the session's choice of a typed treatment, kept on the safe
 /// side: for each of the server's lines, whether it is the answer to a call
 /// of a tool the proxy must take for typed, so that its result reaches the
 /// client whole or as a `result_budget_exceeded` error, never cut
 /// (`specs/mcp-result-contract.md`, "Typed results are whole or an error").
 /// A tool is typed by the inventory's row (`typed` and `mut`; the other rows
-/// are not), else as known in advance ([`PROXY_TOOLS`]: `typed` and `mut`)
-/// or as learned from a `tools/list` answer since.
+/// are not), else as known in advance ([`PROXY_TOOLS`]: `typed` and `mut`,
+/// where the session knows them) or as learned from a `tools/list` answer
+/// since (to the client's listing or to the session's own).
 ///
 /// A line is owed that only where no reading of the session could give the
 /// call another treatment: its id, taken by value and loosely, names that
-/// one request and no other line of the client's, the call reached the
-/// server, has no `task` and was not cancelled, no earlier server line
+/// one request and no other line of the client's (none, for the session's
+/// own listing), the call reached the server before the line was fed to
+/// the session (`served_after`: how many of the lines the server read came
+/// before each of its lines), has no `task` and was not cancelled, no earlier server line
 /// named the id, and none could have been taken for an answer without one
 /// (a broken line with a `result` or `error` answers the only pending
 /// call). A tool listed without an `outputSchema` object (by any of its
@@ -1879,14 +1979,19 @@ fn all_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Vec<&'n Node> {
 /// name, is typed from there on only if the line answers a `tools/list`
 /// request that way for sure.
 fn typed_owed(
-    inventory: bool,
-    client_lines: &[&[u8]],
-    client_values: &[Option<Value>],
-    client_facts: &[RequestFacts],
-    forwarded: &[&[u8]],
+    f: &Followed,
     served: &[&[u8]],
+    served_after: &[usize],
     readable: &dyn Fn(&[u8]) -> bool,
 ) -> Vec<bool> {
+    let Followed {
+        inventory,
+        known,
+        client_lines,
+        client_values,
+        client_facts,
+        forwarded,
+    } = *f;
     let has = |l: &[u8], w: &[u8]| l.windows(w.len()).any(|x| x == w);
     // The ids each client line may be taken to carry: as a reader reads
     // them, and as the guard took them.
@@ -1924,15 +2029,17 @@ fn typed_owed(
         .filter_map(|v| loose_id(&v["params"]["requestId"]))
         .collect();
     // The plain requests the twin follows, by key: calls (with their tool)
-    // and `tools/list` requests (`None`).
-    let mut requests: Vec<(String, Option<String>)> = Vec::new();
+    // and `tools/list` requests (`None`), with where the server read them
+    // and whether they are the session's own.
+    let mut requests: Vec<Request> = Vec::new();
     for ((&l, v), f) in client_lines.iter().zip(client_values).zip(client_facts) {
         let Some(v) = v else {
             continue;
         };
-        if !readable(l) || f.id_untaken || !forwarded.contains(&l) {
+        let at = forwarded.iter().position(|&x| x == l);
+        let Some(at) = at.filter(|_| readable(l) && !f.id_untaken) else {
             continue;
-        }
+        };
         let tree = parse(l);
         let one = |n: &Node, k: &str| all_decoded(n, l, k).len() == 1;
         let params = all_decoded(&tree, l, "params");
@@ -1940,8 +2047,14 @@ fn typed_owed(
         else {
             continue;
         };
+        let request = |tool| Request {
+            key,
+            tool,
+            at,
+            own: false,
+        };
         if v["method"] == "tools/list" {
-            requests.push((key, None));
+            requests.push(request(None));
         } else if v["method"] == "tools/call"
             && params.len() == 1
             && params
@@ -1949,8 +2062,25 @@ fn typed_owed(
                 .all(|p| one(p, "name") && all_decoded(p, l, "task").is_empty())
         {
             if let Some(tool) = v["params"]["name"].as_str() {
-                requests.push((key, Some(tool.to_owned())));
+                requests.push(request(Some(tool.to_owned())));
             }
+        }
+    }
+    // The session's own listings (ids no client line has).
+    for (at, l) in forwarded.iter().enumerate() {
+        let Some(v) = value_of(l) else {
+            continue;
+        };
+        let own = v["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("resultbudget-tools-"));
+        if let Some(key) = loose_id(&v["id"]).filter(|_| own && !client_lines.contains(l)) {
+            requests.push(Request {
+                key,
+                tool: None,
+                at,
+                own: true,
+            });
         }
     }
     // Typed for sure: by the inventory's row (`typed` and `mut` typed, the
@@ -1960,7 +2090,11 @@ fn typed_owed(
         let has_row = typed || ["plain", "find", "list_docs"].contains(&tool);
         (inventory && has_row).then_some(typed)
     };
-    let mut sure: Vec<String> = vec!["typed".into(), "mut".into()];
+    let mut sure: Vec<String> = if known {
+        vec!["typed".into(), "mut".into()]
+    } else {
+        Vec::new()
+    };
     let mut owed = vec![false; served.len()];
     let mut seen: Vec<String> = Vec::new();
     for (si, &l) in served.iter().enumerate() {
@@ -1992,11 +2126,12 @@ fn typed_owed(
         {
             let holders = line_keys.iter().filter(|ks| ks.contains(key)).count();
             let fresh = !seen.contains(key) && !cancelled.contains(key);
+            let read_before = served_after.get(si).copied().unwrap_or(0);
             answers = requests
                 .iter()
-                .find(|(k, _)| k == key)
-                .filter(|_| holders == 1 && fresh)
-                .map(|(_, tool)| tool.as_deref());
+                .find(|r| &r.key == key)
+                .filter(|r| holders == usize::from(!r.own) && fresh && r.at < read_before)
+                .map(|r| r.tool.as_deref());
         }
         if let Some(Some(tool)) = answers {
             owed[si] = row(tool).unwrap_or(sure.iter().any(|t| t == tool));
