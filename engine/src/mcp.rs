@@ -1629,6 +1629,12 @@ impl Projector {
         }
     }
 
+    /// The typed error in place of a result over its ceiling. It fits the
+    /// ceiling however long the tool's name and the call's id: first with
+    /// the record's paths, then without them, then with the receipt's
+    /// `request_id` null (the envelope still names the call) and, last, the
+    /// tool's name shortened to what fits, ending in `…`. (The ceiling is at
+    /// least [`MIN_MCP_RESULT_BYTES`], which the error's fixed parts fit.)
     fn typed_error(&mut self) -> Vec<u8> {
         let (tool, read_only, req_id, modern) = match &self.treat {
             Treat::ToolResult(c) => (
@@ -1639,50 +1645,74 @@ impl Projector {
             ),
             Treat::Pass => ("unknown".into(), true, None, false),
         };
+        let id = req_id.unwrap_or_else(|| self.id.clone());
+        let max = self.eff.max_result_bytes;
+        let fits = |v: &Vec<u8>| v.len() as u64 <= max;
+        let v = self.typed_error_with(read_only, modern, &tool, &id);
+        if fits(&v) {
+            return v;
+        }
+        self.rec.unlist_paths();
+        let v = self.typed_error_with(read_only, modern, &tool, &id);
+        if fits(&v) {
+            return v;
+        }
+        let v = self.typed_error_with(read_only, modern, &tool, &[]);
+        if fits(&v) {
+            return v;
+        }
+        // Each byte of the name taken off takes at least one byte off each
+        // place it is written (the text, and a receipt's `tool`), and the
+        // `…` put on adds three to each.
+        let uses = if read_only { 1 } else { 2 };
+        let over = (v.len() as u64).saturating_sub(max);
+        let cut = usize::try_from(over.div_ceil(uses) + 3).unwrap_or(usize::MAX);
+        let mut keep = tool.len().saturating_sub(cut);
+        while !tool.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let short = format!("{}\u{2026}", tool.get(..keep).unwrap_or_default());
+        self.typed_error_with(read_only, modern, &short, &[])
+    }
+
+    /// The typed error's bytes for this tool name and request id (`null`
+    /// when empty).
+    fn typed_error_with(&self, read_only: bool, modern: bool, tool: &str, id: &[u8]) -> Vec<u8> {
         let text = typed_error_text(
             read_only,
-            &tool,
+            tool,
             self.original_bytes,
             self.eff.max_result_bytes,
         );
-        let id = req_id.unwrap_or_else(|| self.id.clone());
-        for with_paths in [true, false] {
-            if !with_paths {
-                self.rec.unlist_paths();
-            }
-            let mut v = Vec::with_capacity(1024);
-            v.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
-            push_json_string(&mut v, &text);
-            v.extend_from_slice(b"}],\"isError\":true,");
-            if modern {
-                v.extend_from_slice(b"\"resultType\":\"complete\",");
-            }
-            v.extend_from_slice(b"\"_meta\":{\"resultbudget/truncation\":{");
-            self.rec.write_fields(&mut v);
-            v.extend_from_slice(ORIGINAL_FIELD);
-            push_u64(&mut v, self.original_bytes);
-            v.push(b'}');
-            if !read_only {
-                v.extend_from_slice(b",\"resultbudget/receipt\":{\"tool\":");
-                push_json_string(&mut v, &tool);
-                v.extend_from_slice(b",\"request_id\":");
-                if id.is_empty() {
-                    v.extend_from_slice(b"null");
-                } else {
-                    v.extend_from_slice(&id);
-                }
-                v.extend_from_slice(b",\"result_bytes\":");
-                push_u64(&mut v, self.original_bytes);
-                v.extend_from_slice(b",\"digest\":\"fnv1a64:");
-                v.extend_from_slice(format!("{:016x}", self.digest).as_bytes());
-                v.extend_from_slice(b"\",\"applied\":\"may_have_changed_state\"}");
-            }
-            v.extend_from_slice(b"}}");
-            if v.len() as u64 <= self.eff.max_result_bytes || !with_paths {
-                return v;
-            }
+        let mut v = Vec::with_capacity(1024);
+        v.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+        push_json_string(&mut v, &text);
+        v.extend_from_slice(b"}],\"isError\":true,");
+        if modern {
+            v.extend_from_slice(b"\"resultType\":\"complete\",");
         }
-        Vec::new()
+        v.extend_from_slice(b"\"_meta\":{\"resultbudget/truncation\":{");
+        self.rec.write_fields(&mut v);
+        v.extend_from_slice(ORIGINAL_FIELD);
+        push_u64(&mut v, self.original_bytes);
+        v.push(b'}');
+        if !read_only {
+            v.extend_from_slice(b",\"resultbudget/receipt\":{\"tool\":");
+            push_json_string(&mut v, tool);
+            v.extend_from_slice(b",\"request_id\":");
+            if id.is_empty() {
+                v.extend_from_slice(b"null");
+            } else {
+                v.extend_from_slice(id);
+            }
+            v.extend_from_slice(b",\"result_bytes\":");
+            push_u64(&mut v, self.original_bytes);
+            v.extend_from_slice(b",\"digest\":\"fnv1a64:");
+            v.extend_from_slice(format!("{:016x}", self.digest).as_bytes());
+            v.extend_from_slice(b"\",\"applied\":\"may_have_changed_state\"}");
+        }
+        v.extend_from_slice(b"}}");
+        v
     }
 }
 

@@ -1303,3 +1303,86 @@ fn record_does_not_list_long_keys_or_long_pointers() {
     assert_eq!(r.rec.omitted_count, 4);
     assert_eq!(r.rec.budget_kind.as_deref(), Some("nonstandard_field"));
 }
+
+/// The typed error fits the ceiling however long the tool's name (a server
+/// may list a typed tool by a long name) and the call's id: earlier builds
+/// wrote the name in full, twice for a mutation, and a 900-byte name gave a
+/// 3,444-byte result under a 1,024-byte ceiling. Past what fits, the
+/// receipt's `request_id` is `null` and the name is shortened, ending in `…`,
+/// never inside a UTF-8 sequence; what fits is written whole.
+#[test]
+fn a_typed_error_fits_its_ceiling_however_long_the_tool_name() {
+    let lim = McpLimits {
+        max_result_bytes: 1024,
+        ..McpLimits::DEFAULT
+    };
+    let input = typed_big(false);
+    let long_id = format!("\"{}\"", "i".repeat(2000)).into_bytes();
+    for unit in ["n", "\\\"\n\u{1}", "\u{e9}", "\u{1F600}"] {
+        for n in [1, 20, 60, 200, 900, 5000] {
+            for read_only in [true, false] {
+                for id in [b"7".to_vec(), long_id.clone()] {
+                    let name = unit.repeat(n);
+                    let t = Treat::ToolResult(CallInfo {
+                        tool: Some(name.clone()),
+                        typed: true,
+                        read_only,
+                        request_id: Some(id.clone()),
+                        ..CallInfo::default()
+                    });
+                    let r = run(lim, t, &input, 1);
+                    let what = format!("{n} x {unit:?}, read-only {read_only}, id of {}", id.len());
+                    assert!(r.typed_failed, "{what}");
+                    let v: serde_json::Value = serde_json::from_slice(&r.out).unwrap();
+                    let result = serde_json::to_vec(&v["result"]).unwrap();
+                    let text = v["result"]["content"][0]["text"].as_str().unwrap();
+                    assert!(
+                        result.len() <= 1024,
+                        "{what}: a typed error of {} bytes",
+                        result.len()
+                    );
+                    assert!(text.starts_with("result_budget_exceeded"), "{what}");
+                    // The name whole, or a prefix of it and `…`.
+                    let named = text
+                        .strip_prefix("result_budget_exceeded: tool ")
+                        .or_else(|| {
+                            text.strip_prefix(
+                                "result_budget_exceeded: the complete result of tool ",
+                            )
+                        })
+                        .unwrap();
+                    let whole = named.starts_with(&format!("{name} "));
+                    let shown = named.split_once('\u{2026}').map(|(a, _)| a);
+                    assert!(
+                        whole || shown.is_some_and(|p| name.starts_with(p)),
+                        "{what}: {text}"
+                    );
+                    if !read_only {
+                        let receipt = &v["result"]["_meta"][RECEIPT_KEY];
+                        let tool = receipt["tool"].as_str().unwrap();
+                        assert!(
+                            tool == name
+                                || tool
+                                    .strip_suffix('\u{2026}')
+                                    .is_some_and(|p| name.starts_with(p)),
+                            "{what}: {tool}"
+                        );
+                        let want: serde_json::Value = serde_json::from_slice(&id).unwrap();
+                        assert!(
+                            receipt["request_id"] == want || receipt["request_id"].is_null(),
+                            "{what}"
+                        );
+                        // The id is given up before the name is shortened.
+                        if tool != name {
+                            assert!(receipt["request_id"].is_null(), "{what}");
+                        }
+                    }
+                    // What fits is written whole.
+                    if n == 1 && id.len() == 1 {
+                        assert!(whole, "{what}: {text}");
+                    }
+                }
+            }
+        }
+    }
+}
