@@ -3233,20 +3233,28 @@ impl McpCfg {
             return Treat::Pass;
         }
         const NAME: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.";
+        // Long names too (a server may list a typed tool by one), with
+        // characters JSON escapes and multi-byte ones: the typed error must
+        // fit the ceiling all the same.
+        const LONG: &[&str] = &["a", "\"", "\\", "\n", "\u{1}", "\u{e9}", "\u{1F600}", "z"];
         Treat::ToolResult(CallInfo {
             tool: self.tool.map(|n| {
-                (0..(n % 129) as usize)
-                    .map(|i| NAME[(i * 7 + n as usize) % NAME.len()] as char)
-                    .collect()
+                if n < 129 {
+                    (0..n as usize)
+                        .map(|i| NAME[(i * 7 + n as usize) % NAME.len()] as char)
+                        .collect()
+                } else {
+                    (0..(n as usize - 128) * 9)
+                        .map(|i| LONG[(i * 5 + n as usize) % LONG.len()])
+                        .collect()
+                }
             }),
             typed: self.typed,
             read_only: self.read_only,
-            request_id: self.request_id.map(|v| {
-                if v % 2 == 0 {
-                    v.to_string().into_bytes()
-                } else {
-                    format!("\"req-{v}\"").into_bytes()
-                }
+            request_id: self.request_id.map(|v| match v % 8 {
+                7 => format!("\"{}\"", "r".repeat(v as usize % 3000)).into_bytes(),
+                n if n % 2 == 0 => v.to_string().into_bytes(),
+                _ => format!("\"req-{v}\"").into_bytes(),
             }),
             modern: self.modern,
         })
@@ -3890,6 +3898,37 @@ fn check_result(
             or.get_last(out, b"isError").map(|v| v.raw(out)),
             Some(&b"true"[..])
         );
+        // It names the tool whole, or a prefix of its name and `…`; a
+        // receipt names the call's id, or `null`.
+        let v = value_unbounded(or.raw(out)).unwrap_or_default();
+        let name = info.tool.as_deref().unwrap_or("unknown");
+        let named = |s: &str| {
+            s.starts_with(name)
+                || s.split_once('\u{2026}')
+                    .is_some_and(|(p, _)| name.starts_with(p))
+        };
+        let text = v["content"][0]["text"].as_str().unwrap_or_default();
+        let after = text
+            .strip_prefix("result_budget_exceeded: tool ")
+            .or_else(|| text.strip_prefix("result_budget_exceeded: the complete result of tool "));
+        assert!(after.is_some_and(named), "the typed error's text: {text:?}");
+        if !info.read_only {
+            let receipt = &v["_meta"]["resultbudget/receipt"];
+            let tool = receipt["tool"].as_str().unwrap_or_default();
+            assert!(
+                tool == name
+                    || tool
+                        .strip_suffix('\u{2026}')
+                        .is_some_and(|p| name.starts_with(p)),
+                "the receipt's tool: {tool:?}"
+            );
+            let id = &receipt["request_id"];
+            let want = info.request_id.as_deref().and_then(value_unbounded);
+            assert!(
+                id.is_null() || want.is_none() || want.as_ref() == Some(id),
+                "the receipt's request_id: {id}"
+            );
+        }
         return;
     }
     if info.typed {
