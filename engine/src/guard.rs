@@ -561,6 +561,9 @@ pub struct Guard {
     args_bytes: Option<u64>,
     name: Vec<u8>,
     name_capture: bool,
+    /// The name being read is longer than [`crate::sniff::NAME_CAP`]: the
+    /// call is one of a tool the guard does not know.
+    name_over: bool,
     /// The tightest caps of every tool name the line gave so far (see
     /// [`Guard::effective_caps`]).
     name_caps: Option<ArgCaps>,
@@ -737,6 +740,7 @@ impl Guard {
             args_bytes: None,
             name: Vec::new(),
             name_capture: false,
+            name_over: false,
             name_caps: None,
             modern: false,
             modern_capture: false,
@@ -811,6 +815,7 @@ impl Guard {
         self.args_bytes = None;
         self.name.clear();
         self.name_capture = false;
+        self.name_over = false;
         self.name_caps = None;
         self.modern = false;
         self.modern_capture = false;
@@ -840,7 +845,12 @@ impl Guard {
     /// Start reading a scalar into `f`.
     fn cap_start(&mut self, f: Fact, first: &[u8]) {
         self.cap_to = Some(f);
-        self.cap.start(first);
+        let cap = if f == Fact::Name {
+            crate::sniff::NAME_CAP
+        } else {
+            crate::sniff::CAPTURE_CAP
+        };
+        self.cap.start(first, cap);
     }
 
     /// The scalar ended at `pos` in the chunk: its fact becomes its text,
@@ -870,6 +880,10 @@ impl Guard {
                 self.method_untaken(pos);
             } else if f == Fact::Id {
                 self.facts.id_untaken = true;
+            } else if f == Fact::Name {
+                // Longer than MCP allows: the call names no tool known (the
+                // last `name` is the one the server reads, not an earlier).
+                self.facts.name.clear();
             }
         }
     }
@@ -908,6 +922,16 @@ impl Guard {
     /// Whether the request carried the 2026-07-28 protocol-version `_meta`.
     pub fn is_modern(&self) -> bool {
         self.modern
+    }
+
+    /// A piece of the tool name being read (its raw contents), up to
+    /// [`crate::sniff::NAME_CAP`] with its quotes.
+    fn push_name(&mut self, bytes: &[u8]) {
+        if self.name_over || self.name.len() + bytes.len() + 2 > crate::sniff::NAME_CAP {
+            self.name_over = true;
+        } else {
+            self.name.extend_from_slice(bytes);
+        }
     }
 
     /// The caps of the tool named `name`: its row's over the guard's own.
@@ -1329,6 +1353,7 @@ impl Guard {
                             // The last `name` wins, as in every JSON reader.
                             self.name.clear();
                             self.name_capture = true;
+                            self.name_over = false;
                         }
                         Expect::Version => self.modern_capture = true,
                         _ => {}
@@ -1349,8 +1374,8 @@ impl Guard {
                 if self.cap_to.is_some() {
                     self.cap.push(chunk.get(a..b).unwrap_or(&[]));
                 }
-                if self.name_capture && self.name.len() < 256 {
-                    self.name.extend_from_slice(chunk.get(a..b).unwrap_or(&[]));
+                if self.name_capture {
+                    self.push_name(chunk.get(a..b).unwrap_or(&[]));
                 } else if self.modern_capture {
                     self.modern = true;
                 } else if in_args {
@@ -1371,6 +1396,10 @@ impl Guard {
                 }
                 if self.name_capture {
                     self.name_capture = false;
+                    // A name longer than MCP allows names no tool known.
+                    if self.name_over {
+                        self.name.clear();
+                    }
                     // The name as the server reads it (`"\u006cist_things"` is
                     // `list_things`), for its inventory row and its class.
                     if self.name.contains(&b'\\') {
@@ -1447,8 +1476,13 @@ impl Guard {
                 if self.cap_to.is_some() {
                     self.cap.push(self.lex.held());
                 }
-                if self.name_capture && self.name.len() < 256 {
-                    self.name.extend_from_slice(self.lex.held());
+                if self.name_capture {
+                    let held = self.lex.held();
+                    if self.name_over || self.name.len() + held.len() + 2 > crate::sniff::NAME_CAP {
+                        self.name_over = true;
+                    } else {
+                        self.name.extend_from_slice(held);
+                    }
                 } else if self.modern_capture {
                     self.modern = true;
                 } else if in_args {

@@ -13,7 +13,7 @@ use crate::mcp::{CallInfo, McpLimits, Projector, Treat};
 #[cfg(doc)]
 use crate::proxy::{run, Session};
 use crate::proxy::{LogLevel, ProxyConfig};
-use crate::sniff::{self, unquote, Event, Seg, Walker, Want};
+use crate::sniff::{self, unquote, Event, Seg, Walker, Want, CURSOR_CAP, NAME_BYTES, NAME_CAP};
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -413,7 +413,8 @@ pub(crate) const MAX_TASKS: usize = 10_000;
 /// forgotten tool is treated as one of a tool never listed: untyped, not
 /// read-only, unless the inventory says otherwise). Protects: the proxy's
 /// memory against a server whose listings never end (every page may name
-/// 100,000 tools of up to 256 bytes, and each `list_changed` asks for more).
+/// 100,000 tools of up to [`sniff::NAME_BYTES`] bytes, and each
+/// `list_changed` asks for more).
 /// Does not bound: a page's own names while it is read (100,000 at most).
 pub(crate) type ToolTable = Remembered<String, ToolFacts, MAX_TOOLS>;
 
@@ -955,9 +956,9 @@ impl ToolsProbe {
         let mut decide = |path: &[Seg]| match path {
             [r] if r.is(b"result") => Want::Descend,
             [r, t] if r.is(b"result") && t.is(b"tools") => Want::Descend,
-            [r, c] if r.is(b"result") && c.is(b"nextCursor") => Want::Capture,
+            [r, c] if r.is(b"result") && c.is(b"nextCursor") => Want::CaptureUpTo(CURSOR_CAP),
             [_, _, i] if i.index.is_some() => Want::Descend,
-            [_, _, _, k] if k.is(b"name") => Want::Capture,
+            [_, _, _, k] if k.is(b"name") => Want::CaptureUpTo(NAME_CAP),
             // An object: descending into it is how its presence is seen.
             [_, _, _, k] if k.is(b"outputSchema") => Want::Descend,
             [_, _, _, k] if k.is(b"annotations") => Want::Descend,
@@ -987,8 +988,17 @@ impl ToolsProbe {
             {
                 *next_cursor = Some(raw.to_vec());
             }
+            // (One longer than the session keeps ends the listing here.)
+            Event::Untaken([r, c]) if r.is(b"result") && c.is(b"nextCursor") => {
+                *next_cursor = None;
+            }
             Event::Enter([_, _, _, k], true) if k.is(b"outputSchema") => cur.typed = true,
-            Event::Scalar([_, _, _, k], raw) if k.is(b"name") => *cur_name = Some(unquote(raw)),
+            // (A name longer than MCP allows teaches nothing: the last
+            // `name` is the entry's, so an earlier one does not count.)
+            Event::Scalar([_, _, _, k], raw) if k.is(b"name") => {
+                *cur_name = Some(unquote(raw)).filter(|n| n.len() <= NAME_BYTES);
+            }
+            Event::Untaken([_, _, _, k]) if k.is(b"name") => *cur_name = None,
             Event::Scalar([_, _, _, a, k], raw)
                 if a.is(b"annotations") && k.is(b"readOnlyHint") =>
             {

@@ -6,16 +6,44 @@
 use crate::error::Error;
 use crate::tokenizer::{Tok, Tokenizer};
 
-/// Longest scalar kept raw (method names, ids, tool names).
+/// Longest scalar kept raw (method names, ids), quotes and escapes
+/// included. Protects: the memory a line's facts take, and a pending
+/// request's key. A longer one is not taken (an id then is one the proxy
+/// cannot match).
 pub const CAPTURE_CAP: usize = 256;
 
+/// Longest tool name kept raw, quotes and escapes included. MCP's names are
+/// at most 128 characters; written with each one escaped as a surrogate pair
+/// (12 bytes), that is 1,538 bytes. A longer name is not read: its call is
+/// one of a tool the proxy does not know, and a listing's entry by it
+/// teaches nothing. Earlier builds read no name over [`CAPTURE_CAP`], so a
+/// typed tool named by 255 bytes (43 CJK characters written as `\u`
+/// escapes) was taken for untyped. Protects: the memory of a line's facts.
+pub const NAME_CAP: usize = 2048;
+
+/// Longest tool name, decoded, that the proxy learns from a `tools/list`
+/// answer (128 characters of up to 4 UTF-8 bytes). Protects: the tool
+/// table's memory (the session's, 100,000 names at most).
+pub const NAME_BYTES: usize = 512;
+
+/// Longest `nextCursor` the session keeps to ask for the next page of its
+/// own `tools/list`. A cursor is opaque and may be long (a server that
+/// writes its state into it); earlier builds kept none over
+/// [`CAPTURE_CAP`], and a listing whose cursor was longer ended at its first
+/// page, leaving the tools on later pages unknown. Protects: the session's
+/// memory; a longer cursor ends the listing there (the tools read count,
+/// those on later pages are not known).
+pub const CURSOR_CAP: usize = 64 * 1024;
+
 /// A scalar's raw JSON text, read piece by piece as it streams: at most
-/// [`CAPTURE_CAP`] bytes, and a longer one is not taken at all. Shared by the
-/// [`Walker`] and the request guard, which capture by the same rule.
+/// the cap it was started with ([`CAPTURE_CAP`], [`NAME_CAP`]), and a
+/// longer one is not taken at all. Shared by the [`Walker`] and the request
+/// guard, which capture by the same rule.
 #[derive(Debug, Clone)]
 pub(crate) struct Capture {
     buf: Vec<u8>,
     over: bool,
+    cap: usize,
 }
 
 impl Capture {
@@ -23,18 +51,23 @@ impl Capture {
         Capture {
             buf: Vec::with_capacity(CAPTURE_CAP),
             over: false,
+            cap: CAPTURE_CAP,
         }
     }
 
-    /// Start a new scalar with `first`.
-    pub(crate) fn start(&mut self, first: &[u8]) {
+    /// Start a new scalar with `first`, taken up to `cap` bytes.
+    pub(crate) fn start(&mut self, first: &[u8], cap: usize) {
         self.buf.clear();
         self.over = false;
+        self.cap = cap;
         self.push(first);
     }
 
     pub(crate) fn push(&mut self, bytes: &[u8]) {
-        if self.buf.len() + bytes.len() > CAPTURE_CAP {
+        if self.over {
+            return;
+        }
+        if self.buf.len() + bytes.len() > self.cap {
             self.over = true;
         } else {
             self.buf.extend_from_slice(bytes);
@@ -241,6 +274,8 @@ pub enum Want {
     Descend,
     /// Keep its raw JSON text (scalars only, up to `CAPTURE_CAP`; a container is skipped).
     Capture,
+    /// [`Want::Capture`], up to this many bytes.
+    CaptureUpTo(usize),
 }
 
 /// One step of a path: an object key (decoded, capped) or an array index.
@@ -282,6 +317,10 @@ pub enum Event<'a> {
     Enter(&'a [Seg], bool),
     /// A container at `path` ended.
     Leave(&'a [Seg]),
+    /// A scalar at `path` was to be captured but was longer than its cap:
+    /// not taken (a reader still reads it, and the last of duplicate keys
+    /// wins, so an earlier one's value is not its value).
+    Untaken(&'a [Seg]),
 }
 
 /// A streaming walker. `decide(path)` says what to do with each value.
@@ -442,7 +481,7 @@ impl Walker {
                 } else if want == Want::Skip {
                     self.lex.skip_one(self.objs.len() as u32);
                 } else {
-                    self.start_cap(b"\"");
+                    self.start_cap(b"\"", want);
                 }
             }
             Tok::NumSpan(a, b) => {
@@ -459,7 +498,7 @@ impl Walker {
                         self.lex.skip_one(self.objs.len() as u32);
                         return;
                     }
-                    self.start_cap(b"");
+                    self.start_cap(b"", want);
                 }
                 self.cap.push(chunk.get(a..b).unwrap_or(&[]));
             }
@@ -481,8 +520,9 @@ impl Walker {
                         self.cap.push(b"\"");
                     }
                     self.capturing = false;
-                    if let Some(text) = self.cap.text() {
-                        on(Event::Scalar(&self.path, text));
+                    match self.cap.text() {
+                        Some(text) => on(Event::Scalar(&self.path, text)),
+                        None => on(Event::Untaken(&self.path)),
                     }
                 }
             }
@@ -490,9 +530,13 @@ impl Walker {
         }
     }
 
-    fn start_cap(&mut self, first: &[u8]) {
+    fn start_cap(&mut self, first: &[u8], want: Want) {
         self.capturing = true;
-        self.cap.start(first);
+        let cap = match want {
+            Want::CaptureUpTo(n) => n,
+            _ => CAPTURE_CAP,
+        };
+        self.cap.start(first, cap);
     }
 }
 

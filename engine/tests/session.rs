@@ -1198,3 +1198,88 @@ fn a_listing_that_never_ends_is_read_for_a_hundred_pages() {
     let text = got[0]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("result_budget_exceeded"), "{text}");
 }
+
+/// A typed tool named by more than 254 bytes as written (43 CJK characters
+/// written as `\u` escapes, as a writer that escapes every non-ASCII
+/// character writes them; or 300 plain ones) is typed all the same: earlier
+/// builds read no name over 256 bytes, in the listing or in the call, and
+/// cut such a tool's results. A name longer than MCP's 128 characters (here
+/// 600) teaches nothing: its calls are an unknown tool's.
+#[test]
+fn a_typed_tool_by_a_long_name_is_typed() {
+    let escaped: String = (0..128).map(|i| format!("\\u{:04x}", 0x4e00 + i)).collect();
+    let decoded: String = (0..128)
+        .map(|i| char::from_u32(0x4e00 + i).unwrap())
+        .collect();
+    let cases = [
+        (format!("\"{}\"", "t".repeat(255)), true),
+        (format!("\"{}\"", "t".repeat(300)), true),
+        (format!("\"{escaped}\""), true),
+        (serde_json::to_string(&decoded).unwrap(), true),
+        (format!("\"{}\"", "t".repeat(600)), false),
+    ];
+    for (raw_name, typed) in cases {
+        let calls = Calls::new(ProxyConfig::default());
+        let mut relay = calls.answers().unwrap();
+        let mut to_client = Vec::new();
+        let ask = calls.tools_request(b"").unwrap();
+        let ask: Value = serde_json::from_slice(&ask).unwrap();
+        let page = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[{{"name":{raw_name},"inputSchema":{{}},"outputSchema":{{"type":"object"}}}}]}}}}"#,
+            ask["id"]
+        );
+        relay.feed(format!("{page}\n").as_bytes(), &mut to_client);
+        assert!(calls.tools_known());
+        // The call names it as written in the listing.
+        let mut gate = calls.gate();
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":{raw_name},"arguments":{{}}}}}}"#
+        );
+        assert!(matches!(gate.check(call.as_bytes()), Fate::Forward { .. }));
+        calls.note(gate.facts(), gate.tool());
+        let name: String = serde_json::from_str(&raw_name).unwrap();
+        assert_eq!(gate.tool(), name.as_str(), "{raw_name}");
+        let big = "x".repeat(1 << 20);
+        let answer = json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":big}],"structuredContent":{"s":big}}});
+        relay.feed(format!("{answer}\n").as_bytes(), &mut to_client);
+        relay.finish(&mut to_client);
+        let got = json_lines(&to_client);
+        assert_eq!(got.len(), 1);
+        let text = got[0]["result"]["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            text.starts_with("result_budget_exceeded"),
+            typed,
+            "{} bytes as written: {}",
+            raw_name.len(),
+            &text[..text.len().min(80)]
+        );
+    }
+}
+
+/// The session pages through its own listing with the cursors the server
+/// gives, however long (a server may write its state into one): earlier
+/// builds kept none over 256 bytes, and the listing ended at its first
+/// page, leaving the tools on later pages unknown. Past 64 KiB the listing
+/// ends there.
+#[test]
+fn a_long_cursor_is_followed() {
+    for (len, followed) in [(300usize, true), (20_000, true), (70_000, false)] {
+        let calls = Calls::new(ProxyConfig::default());
+        let mut relay = calls.answers().unwrap();
+        let mut to_client = Vec::new();
+        let ask = calls.tools_request(b"").unwrap();
+        let ask: Value = serde_json::from_slice(&ask).unwrap();
+        let cursor = "c".repeat(len);
+        let page =
+            json!({"jsonrpc":"2.0","id":ask["id"],"result":{"tools":[],"nextCursor":cursor}});
+        relay.feed(format!("{page}\n").as_bytes(), &mut to_client);
+        let next = calls.tools_request(b"");
+        assert_eq!(next.is_some(), followed, "a cursor of {len}");
+        assert_eq!(calls.tools_known(), !followed);
+        if let Some(next) = next {
+            let next: Value = serde_json::from_slice(&next).unwrap();
+            assert_eq!(next["params"]["cursor"], json!(cursor));
+        }
+        assert!(to_client.is_empty());
+    }
+}
