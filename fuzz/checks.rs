@@ -4044,6 +4044,12 @@ const TOOLS: &[&str] = &[
     "find",
 ];
 
+/// Tool names longer than the 256 bytes the guard once read of a name (300
+/// bytes), and than [`resultbudget::sniff::NAME_CAP`] (2,100 bytes: a tool
+/// the guard does not know).
+static LONG_TOOLS: std::sync::LazyLock<[String; 2]> =
+    std::sync::LazyLock::new(|| ["x".repeat(300), "y".repeat(2100)]);
+
 /// The guard target's inventory: `events` pages by `count` (at most 10,
 /// refused above), `dir` by `limit` (at most 30, clamped), `find` searches
 /// by `term` and pages by `limit` (at most 20). [`page_rule`] knows the same
@@ -4166,7 +4172,11 @@ impl GuardCfg {
     }
 
     pub fn tool(&self) -> &'static str {
-        TOOLS[self.tool as usize % TOOLS.len()]
+        let n = self.tool as usize % (TOOLS.len() + LONG_TOOLS.len());
+        match TOOLS.get(n) {
+            Some(t) => t,
+            None => LONG_TOOLS.get(n - TOOLS.len()).map_or("", String::as_str),
+        }
     }
 }
 
@@ -4602,11 +4612,11 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
                 Want::Capture
             }
             [k] if k.is(b"params") => Want::Descend,
-            [p, k]
-                if p.is(b"params") && (k.is(b"name") || k.is(b"requestId") || k.is(b"taskId")) =>
-            {
-                Want::Capture
+            // (A tool name up to MCP's 128 characters in any spelling.)
+            [p, k] if p.is(b"params") && k.is(b"name") => {
+                Want::CaptureUpTo(resultbudget::sniff::NAME_CAP)
             }
+            [p, k] if p.is(b"params") && (k.is(b"requestId") || k.is(b"taskId")) => Want::Capture,
             [p, k] if p.is(b"params") && (k.is(b"task") || k.is(b"_meta")) => Want::Descend,
             [p, m, k] if p.is(b"params") && m.is(b"_meta") && k.is(VERSION) => Want::Capture,
             _ => Want::Skip,
@@ -4620,6 +4630,7 @@ pub fn walker_facts(chunks: &[&[u8]]) -> RequestFacts {
         };
         match ev {
             Event::Enter([p, k], true) if p.is(b"params") && k.is(b"task") => f.task = true,
+            Event::Untaken([p, k]) if p.is(b"params") && k.is(b"name") => f.name.clear(),
             Event::Scalar(path, raw) => match path {
                 [k] if k.is(b"method") => {
                     method_open.set(false);
