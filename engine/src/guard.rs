@@ -234,10 +234,91 @@ impl GuardVerdict {
 
     /// Append the JSON-RPC response (an `isError: true` result, the form the
     /// specification asks for on input errors so the model can correct itself).
+    /// Its `result` takes at most [`MAX_REFUSAL_BYTES`]: where the names and
+    /// values it repeats (a tool's name may take 2 KiB) would not fit, each is
+    /// shortened, ending in `…`.
     pub fn write_response(&self, out: &mut Vec<u8>, id: Option<&[u8]>, modern: bool) {
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         out.extend_from_slice(id.unwrap_or(b"null"));
-        out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+        out.extend_from_slice(b",\"result\":");
+        let start = out.len();
+        self.write_result(out, modern);
+        for n in [128, 48, 16, 0] {
+            if out.len() - start <= MAX_REFUSAL_BYTES {
+                break;
+            }
+            out.truncate(start);
+            self.clipped(n).write_result(out, modern);
+        }
+        out.push(b'}');
+    }
+
+    /// This verdict with each name and value it repeats shortened to at most
+    /// `n` bytes (on a character boundary), ending in `…` where cut.
+    fn clipped(&self, n: usize) -> GuardVerdict {
+        let clip = |s: &String| {
+            if s.len() <= n {
+                return s.clone();
+            }
+            let mut k = n;
+            while !s.is_char_boundary(k) {
+                k -= 1;
+            }
+            format!("{}\u{2026}", s.get(..k).unwrap_or_default())
+        };
+        match self {
+            GuardVerdict::Cap {
+                cap,
+                pointer,
+                limit,
+                size,
+                what,
+                unit,
+            } => GuardVerdict::Cap {
+                cap,
+                pointer: clip(pointer),
+                limit: *limit,
+                size: *size,
+                what,
+                unit,
+            },
+            GuardVerdict::QueryOnList { tool, arg, twin } => GuardVerdict::QueryOnList {
+                tool: clip(tool),
+                arg: clip(arg),
+                twin: twin.as_ref().map(clip),
+            },
+            GuardVerdict::MissingQuery { tool, params } => GuardVerdict::MissingQuery {
+                tool: clip(tool),
+                params: params.iter().map(clip).collect(),
+            },
+            GuardVerdict::LimitTooHigh {
+                tool,
+                param,
+                limit,
+                max,
+            } => GuardVerdict::LimitTooHigh {
+                tool: clip(tool),
+                param: clip(param),
+                limit: clip(limit),
+                max: *max,
+            },
+            GuardVerdict::LimitNotANumber {
+                tool,
+                param,
+                value,
+                max,
+            } => GuardVerdict::LimitNotANumber {
+                tool: clip(tool),
+                param: clip(param),
+                value: clip(value),
+                max: *max,
+            },
+        }
+    }
+
+    /// The refusal's `result` object.
+    fn write_result(&self, out: &mut Vec<u8>, modern: bool) {
+        out.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
         push_json_string(out, &self.message());
         out.extend_from_slice(b"}],\"isError\":true,");
         if modern {
@@ -298,9 +379,14 @@ impl GuardVerdict {
                 out.extend_from_slice(format!(",\"max\":{max}").as_bytes());
             }
         }
-        out.extend_from_slice(b"}}}}");
+        out.extend_from_slice(b"}}}");
     }
 }
+
+/// The most bytes a refusal's `result` takes: the least result budget a
+/// configuration allows ([`crate::mcp::MIN_MCP_RESULT_BYTES`]), so that a
+/// refusal fits every budget, as a tool's own result must.
+pub const MAX_REFUSAL_BYTES: usize = crate::mcp::MIN_MCP_RESULT_BYTES as usize;
 
 #[derive(Debug, Clone, Copy)]
 struct GFrame {

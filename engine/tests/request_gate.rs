@@ -515,3 +515,112 @@ fn a_clamp_rewrites_the_page_size_the_server_reads() {
         f => panic!("{f:?}"),
     }
 }
+
+/// A refusal fits the least result budget there is (1,024 bytes), as a
+/// tool's own result must, however long the names and values it repeats: a
+/// tool's name may take 2 KiB, and a `list_` tool's search twin is named
+/// after it. Earlier builds wrote them whole: a 240-byte name gave a
+/// 1,070-byte refusal. What is shortened ends in `…` and is a prefix of
+/// what it stands for; a refusal that fits is written as it was.
+#[test]
+fn a_refusal_fits_the_least_result_budget() {
+    let max = resultbudget::guard::MAX_REFUSAL_BYTES;
+    assert_eq!(max as u64, resultbudget::mcp::MIN_MCP_RESULT_BYTES);
+    for unit in ["x", "\u{1}", "\"", "\u{e9}", "\u{1F600}"] {
+        for n in [3usize, 40, 240, 2000] {
+            let long = unit.repeat(n);
+            let verdicts = [
+                GuardVerdict::Cap {
+                    cap: "max_arg_string_bytes",
+                    pointer: format!("/arguments/{long}"),
+                    limit: 100,
+                    size: 5000,
+                    what: "a string of",
+                    unit: "bytes",
+                },
+                GuardVerdict::QueryOnList {
+                    tool: format!("list_{long}"),
+                    arg: long.clone(),
+                    twin: Some(format!("search_{long}")),
+                },
+                GuardVerdict::MissingQuery {
+                    tool: format!("search_{long}"),
+                    params: vec!["query".into(), long.clone()],
+                },
+                GuardVerdict::LimitTooHigh {
+                    tool: long.clone(),
+                    param: long.clone(),
+                    limit: "9".repeat(n),
+                    max: 20,
+                },
+                GuardVerdict::LimitNotANumber {
+                    tool: long.clone(),
+                    param: long.clone(),
+                    value: long.clone(),
+                    max: 20,
+                },
+            ];
+            for v in verdicts {
+                let mut out = Vec::new();
+                v.write_response(&mut out, Some(b"7"), true);
+                let got: Value = serde_json::from_slice(&out).unwrap();
+                let result = serde_json::to_vec(&got["result"]).unwrap();
+                let what = format!(
+                    "{n} x {unit:?}: {}",
+                    v.summary().chars().take(60).collect::<String>()
+                );
+                assert!(result.len() <= max, "{what}: {} bytes", result.len());
+                assert_eq!(got["id"], 7);
+                assert_eq!(got["result"]["isError"], true);
+                let text = got["result"]["content"][0]["text"].as_str().unwrap();
+                assert!(text.starts_with("resultbudget refused this call"), "{what}");
+                // Whole, where the whole fits.
+                if n == 3 {
+                    assert!(!text.contains('\u{2026}'), "{what}: {text}");
+                    assert_eq!(text, v.message());
+                }
+                // Each field of the record is whole, or a prefix and `…`.
+                let refusal = got["result"]["_meta"]["resultbudget/refusal"]
+                    .as_object()
+                    .unwrap();
+                for (k, f) in refusal {
+                    let Some(f) = f.as_str() else { continue };
+                    if let Some(p) = f.strip_suffix('\u{2026}') {
+                        let whole = match (&v, k.as_str()) {
+                            (GuardVerdict::Cap { pointer, .. }, "pointer") => pointer.clone(),
+                            (GuardVerdict::QueryOnList { arg, .. }, "argument") => arg.clone(),
+                            (GuardVerdict::QueryOnList { twin, .. }, "search_tool") => {
+                                twin.clone().unwrap()
+                            }
+                            (GuardVerdict::LimitTooHigh { param, .. }, "param") => param.clone(),
+                            (GuardVerdict::LimitTooHigh { limit, .. }, "limit") => limit.clone(),
+                            (GuardVerdict::LimitNotANumber { param, .. }, "param") => param.clone(),
+                            (GuardVerdict::LimitNotANumber { value, .. }, "value") => value.clone(),
+                            _ => panic!("{what}: {k} shortened"),
+                        };
+                        assert!(whole.starts_with(p), "{what}: {k}");
+                    }
+                }
+            }
+        }
+    }
+    // Through the gate: a call of a `list_` tool by a long name with a query.
+    let mut gate = RequestGate::new(CAPS);
+    let line = call(
+        1,
+        &format!("list_{}", "x".repeat(1000)),
+        json!({"query":"a"}),
+    );
+    let Fate::Dropped {
+        reply: Some(reply), ..
+    } = gate.check(&line)
+    else {
+        panic!("not refused");
+    };
+    let got: Value = serde_json::from_slice(&reply).unwrap();
+    assert!(serde_json::to_vec(&got["result"]).unwrap().len() <= max);
+    assert_eq!(
+        got["result"]["_meta"]["resultbudget/refusal"]["reason"],
+        "query_on_list_tool"
+    );
+}
