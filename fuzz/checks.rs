@@ -732,7 +732,8 @@ fn client_line(g: &mut Gen) -> Vec<u8> {
                 "\"search_docs\"",
                 "\"\\u006cist_docs\"",
                 "\"search\\u005fdocs\"",
-            ][g.pick(9) as usize];
+                LONG_NAME.as_str(),
+            ][g.pick(10) as usize];
             // Now and then what the inventory's contract looks at: a query
             // given to a list (or an empty one to a search, or one given
             // twice, the last empty), a limit over its maximum, a cursor.
@@ -910,6 +911,13 @@ fn server_line(g: &mut Gen) -> Vec<u8> {
     maybe_cut(g, line)
 }
 
+/// A `list_` tool named by 120 CJK characters written as `\u` escapes
+/// (727 bytes with its quotes, 365 decoded): over the 256 bytes the proxy
+/// once read of a name, so that its refusals (which repeat the name, and
+/// its search twin's) and its typed treatment meet long names.
+static LONG_NAME: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("\"list_{}\"", "\\u4e00".repeat(120)));
+
 /// A `tools/list` result, which teaches the session the tools it lists when
 /// it answers the client's `tools/list`: one to three tools named as the
 /// calls name them (now and then escaped, as a server may write them), each
@@ -927,7 +935,8 @@ fn tools_list_result(g: &mut Gen) -> Vec<u8> {
             b"\"other\"",
             b"\"\\u0074yped\"",
             b"\"pl\\u0061in\"",
-        ][g.pick(8) as usize];
+            LONG_NAME.as_bytes(),
+        ][g.pick(9) as usize];
         let mut t = vec![
             member("name", name),
             member("inputSchema", b"{\"type\":\"object\"}"),
