@@ -256,16 +256,7 @@ impl GuardVerdict {
     /// This verdict with each name and value it repeats shortened to at most
     /// `n` bytes (on a character boundary), ending in `…` where cut.
     fn clipped(&self, n: usize) -> GuardVerdict {
-        let clip = |s: &String| {
-            if s.len() <= n {
-                return s.clone();
-            }
-            let mut k = n;
-            while !s.is_char_boundary(k) {
-                k -= 1;
-            }
-            format!("{}\u{2026}", s.get(..k).unwrap_or_default())
-        };
+        let clip = |s: &String| crate::mcp::shortened(s, n);
         match self {
             GuardVerdict::Cap {
                 cap,

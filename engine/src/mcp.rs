@@ -1667,11 +1667,7 @@ impl Projector {
         let uses = if read_only { 1 } else { 2 };
         let over = (v.len() as u64).saturating_sub(max);
         let cut = usize::try_from(over.div_ceil(uses) + 3).unwrap_or(usize::MAX);
-        let mut keep = tool.len().saturating_sub(cut);
-        while !tool.is_char_boundary(keep) {
-            keep -= 1;
-        }
-        let short = format!("{}\u{2026}", tool.get(..keep).unwrap_or_default());
+        let short = shortened(&tool, tool.len().saturating_sub(cut));
         self.typed_error_with(read_only, modern, &short, &[])
     }
 
@@ -1732,6 +1728,20 @@ pub fn typed_error_text(read_only: bool, tool: &str, bytes: u64, limit: u64) -> 
 pub const READ_ONLY_TEXT: &str = "result_budget_exceeded: the complete result of tool {tool} is {result_bytes} bytes, over the result budget of {limit} bytes, and a typed result is never cut. Nothing was returned. Ask for less: pass a smaller limit, continue from a cursor, add filters, or read a narrower path.";
 /// Template for a typed tool that may have changed state.
 pub const MUTATION_TEXT: &str = "result_budget_exceeded: tool {tool} ran, but its complete result of {result_bytes} bytes is over the result budget of {limit} bytes, so it was not returned. The call may already have changed state: do not repeat it. Check the outcome with a read-only tool; the receipt is in _meta[\"resultbudget/receipt\"].";
+
+/// `s` whole if it takes at most `n` bytes, else its first `n` bytes or
+/// fewer (on a character boundary) and `…`: a name or value the proxy
+/// repeats in its own errors, shortened to fit a budget.
+pub(crate) fn shortened(s: &str, n: usize) -> String {
+    if s.len() <= n {
+        return s.to_owned();
+    }
+    let mut k = n;
+    while !s.is_char_boundary(k) {
+        k -= 1;
+    }
+    format!("{}\u{2026}", s.get(..k).unwrap_or_default())
+}
 
 /// Append `s` as a JSON string.
 pub(crate) fn push_json_string(out: &mut Vec<u8>, s: &str) {
