@@ -374,6 +374,18 @@ impl GuardVerdict {
     }
 }
 
+/// A piece of the tool name being read (its raw contents) onto `name`, up
+/// to [`crate::sniff::NAME_CAP`] with its quotes; past that, `over`. (A free
+/// function, so that a piece the tokenizer holds can be pushed while it is
+/// borrowed.)
+fn push_name(name: &mut Vec<u8>, over: &mut bool, bytes: &[u8]) {
+    if *over || name.len() + bytes.len() + 2 > crate::sniff::NAME_CAP {
+        *over = true;
+    } else {
+        name.extend_from_slice(bytes);
+    }
+}
+
 /// The most bytes a refusal's `result` takes: the least result budget a
 /// configuration allows ([`crate::mcp::MIN_MCP_RESULT_BYTES`]), so that a
 /// refusal fits every budget, as a tool's own result must.
@@ -1001,16 +1013,6 @@ impl Guard {
         self.modern
     }
 
-    /// A piece of the tool name being read (its raw contents), up to
-    /// [`crate::sniff::NAME_CAP`] with its quotes.
-    fn push_name(&mut self, bytes: &[u8]) {
-        if self.name_over || self.name.len() + bytes.len() + 2 > crate::sniff::NAME_CAP {
-            self.name_over = true;
-        } else {
-            self.name.extend_from_slice(bytes);
-        }
-    }
-
     /// The caps of the tool named `name`: its row's over the guard's own.
     fn caps_of(&self, name: &[u8]) -> ArgCaps {
         let Some(inv) = &self.inventory else {
@@ -1452,7 +1454,8 @@ impl Guard {
                     self.cap.push(chunk.get(a..b).unwrap_or(&[]));
                 }
                 if self.name_capture {
-                    self.push_name(chunk.get(a..b).unwrap_or(&[]));
+                    let piece = chunk.get(a..b).unwrap_or(&[]);
+                    push_name(&mut self.name, &mut self.name_over, piece);
                 } else if self.modern_capture {
                     self.modern = true;
                 } else if in_args {
@@ -1554,12 +1557,7 @@ impl Guard {
                     self.cap.push(self.lex.held());
                 }
                 if self.name_capture {
-                    let held = self.lex.held();
-                    if self.name_over || self.name.len() + held.len() + 2 > crate::sniff::NAME_CAP {
-                        self.name_over = true;
-                    } else {
-                        self.name.extend_from_slice(held);
-                    }
+                    push_name(&mut self.name, &mut self.name_over, self.lex.held());
                 } else if self.modern_capture {
                     self.modern = true;
                 } else if in_args {
