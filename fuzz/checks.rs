@@ -1180,14 +1180,19 @@ pub fn proxy_one(data: &[u8]) {
     // (A line that is not one message, a batch or a bare value, is dropped.)
     // The answers owed a typed treatment, by the twin of its choice.
     let forwarded = lines_of(&whole.to_server);
+    // (The client's side as read once, for the fed session's twin too.)
+    let client_side = Followed {
+        inventory: cfg.inventory,
+        known: true,
+        client_lines: &client_lines,
+        client_values: &client_values,
+        client_facts: &client_facts,
+        forwarded: &[],
+    };
     let owed_typed = typed_owed(
         &Followed {
-            inventory: cfg.inventory,
-            known: true,
-            client_lines: &client_lines,
-            client_values: &client_values,
-            client_facts: &client_facts,
             forwarded: &forwarded,
+            ..client_side
         },
         &served[..whole_lines],
         &vec![forwarded.len(); whole_lines],
@@ -1490,7 +1495,7 @@ pub fn proxy_one(data: &[u8]) {
         }
     }
     // The same lines through the fed form, the tools not known in advance.
-    check_fed(&config, &cfg, &client, &server);
+    check_fed(&config, &cfg, &client_side, &client, &server);
     // The same session with a hold of 64 to 575 bytes, so that the server's
     // longer lines stream on before they are whole (the default, 8 MiB, is
     // never reached here). A line that then breaks, or that the server's
@@ -1710,7 +1715,13 @@ fn fed_session(
 /// bytes come out however the server's lines are cut; and again with a
 /// small hold, where a line that streamed on and broke may reach the
 /// client, at most one for each of the server's lines.
-fn check_fed(config: &ProxyConfig, cfg: &ProxyCfg, client: &[u8], server: &[u8]) {
+fn check_fed(
+    config: &ProxyConfig,
+    cfg: &ProxyCfg,
+    client_side: &Followed,
+    client: &[u8],
+    server: &[u8],
+) {
     let seed = cfg
         .client_reads
         .iter()
@@ -1846,20 +1857,14 @@ fn check_fed(config: &ProxyConfig, cfg: &ProxyCfg, client: &[u8], server: &[u8])
     // call's, it reaches the client whole or as the typed error (with the
     // default hold: a shorter one may stream an own listing before its id
     // shows, and then the session does not learn from it).
-    let client_lines = lines_of(client);
-    let client_values: Vec<Option<Value>> = client_lines.iter().map(|l| value_of(l)).collect();
-    let client_facts = guard_facts(cfg.strict, &client_lines);
     let forwarded = lines_of(&run.to_server);
     let served: Vec<&[u8]> = run.served.iter().map(|(l, _)| &l[..]).collect();
     let after: Vec<usize> = run.served.iter().map(|&(_, n)| n).collect();
     let owed = typed_owed(
         &Followed {
-            inventory: cfg.inventory,
             known: false,
-            client_lines: &client_lines,
-            client_values: &client_values,
-            client_facts: &client_facts,
             forwarded: &forwarded,
+            ..*client_side
         },
         &served,
         &after,
