@@ -1060,6 +1060,9 @@ pub struct AnswerRelay {
     /// The current line answers one of the session's own requests and
     /// outgrew the hold: its bytes are let go as they come.
     dropping_own: bool,
+    /// The current line outgrew the hold and its id was read: whether it
+    /// is the session's own is settled (`dropping_own`).
+    own_settled: bool,
     /// Why the line is dropped: it is not valid JSON, or it answers twice.
     failed: Option<String>,
     in_bytes: u64,
@@ -1094,6 +1097,7 @@ impl AnswerRelay {
             deciding: false,
             streaming_out: false,
             dropping_own: false,
+            own_settled: false,
             failed: None,
             in_bytes: 0,
             first: None,
@@ -1269,21 +1273,22 @@ impl AnswerRelay {
         // An answer to one of the session's own requests, known so by its
         // id before it is whole, is never the client's: what the hold
         // would stream on is let go instead (the tools probe reads the
-        // line apart from it).
-        if !self.dropping_own
-            && !self.streaming_out
-            && self.line_out.len() > shared.cfg.max_hold
+        // line apart from it). One whose id shows only once it streams
+        // (written after the hold) is let go from there: the client reads
+        // the part that went out, ended as a line, and not the whole id.
+        if !self.own_settled
+            && (self.streaming_out || self.line_out.len() > shared.cfg.max_hold)
             && !self.proj.has_method()
         {
             // (Not a request of the client's in flight by that id: one
             // that guessed the session's number keeps its answer.)
-            let id = self.proj.id().or(self.probe.value.as_deref());
-            self.dropping_own = id.is_some_and(|id| {
-                shared.is_own_id(id)
+            if let Some(id) = self.proj.id().or(self.probe.value.as_deref()) {
+                self.own_settled = true;
+                self.dropping_own = shared.is_own_id(id)
                     && lock(&shared.pending)
                         .get(id)
-                        .is_none_or(|p| p.method == Method::ProxyToolsList)
-            });
+                        .is_none_or(|p| p.method == Method::ProxyToolsList);
+            }
         }
         if self.dropping_own {
             self.line_out.clear();
@@ -1475,6 +1480,7 @@ impl AnswerRelay {
         self.deciding = false;
         self.streaming_out = false;
         self.dropping_own = false;
+        self.own_settled = false;
         self.failed = None;
         self.in_bytes = 0;
         self.first = None;

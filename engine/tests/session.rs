@@ -1283,3 +1283,60 @@ fn a_long_cursor_is_followed() {
         assert!(to_client.is_empty());
     }
 }
+
+/// An answer to the session's own listing that streams on before its id
+/// shows it (written last, past the hold) cannot be taken back: the client
+/// reads the part that went out, ended as a line of its own so that its
+/// framing holds, and nothing from the id on; the tools it lists are still
+/// learned, and the next answer reaches the client whole. (With the default
+/// hold, a listing whose id comes after its first 8 MiB; docs/proxy.md.)
+/// Earlier builds streamed such a line to its end, the session's id with
+/// it: an answer to a request the client never sent.
+#[test]
+fn an_own_listing_with_its_id_past_the_hold_ends_as_a_line() {
+    let calls = Calls::new(ProxyConfig {
+        max_hold: 64,
+        ..ProxyConfig::default()
+    });
+    calls.set_log(|_, _| {});
+    let ask = calls.tools_request(b"").expect("the tools are unknown");
+    let id = serde_json::from_slice::<Value>(&ask).unwrap()["id"].to_string();
+    let tool = |n: usize| {
+        format!(r#"{{"name":"t{n}","inputSchema":{{}},"outputSchema":{{"type":"object"}}}}"#)
+    };
+    let tools: Vec<String> = (0..20).map(tool).collect();
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","result":{{"tools":[{}]}},"id":{id}}}"#,
+        tools.join(",")
+    ) + "\n";
+    assert!(long.len() > 64 * 10);
+    let mut relay = calls.answers().unwrap();
+    let mut to_client = Vec::new();
+    for piece in long.as_bytes().chunks(16) {
+        relay.feed(piece, &mut to_client);
+    }
+    let text = String::from_utf8(to_client.clone()).unwrap();
+    assert_eq!(text.matches('\n').count(), 1, "{text}");
+    assert!(text.ends_with('\n'), "{text}");
+    assert!(long.starts_with(text.trim_end()), "{text}");
+    assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+    assert!(!text.contains(&id), "the id reached the client: {text}");
+    assert!(calls.tools_known());
+    // The tools it listed were learned: t19 is typed, so a call of it
+    // over budget fails whole.
+    let mut gate = calls.gate();
+    let call =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t19","arguments":{}}}"#;
+    assert!(matches!(gate.check(call), Fate::Forward { .. }));
+    calls.note(gate.facts(), gate.tool());
+    to_client.clear();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}],"structuredContent":{{}}}}}}"#,
+        "x".repeat(100_000)
+    ) + "\n";
+    relay.feed(big.as_bytes(), &mut to_client);
+    let got: Value = serde_json::from_slice(&to_client).unwrap();
+    assert_eq!(got["id"], 1, "{got}");
+    assert_eq!(got["result"]["isError"], true, "{got}");
+    assert_eq!(relay.finish(&mut to_client), ServerEnd::default());
+}
