@@ -1578,7 +1578,7 @@ const OWN_PLACEHOLDER: &str = "\"resultbudget-tools-0\"";
 /// server lines come in the order `seed`'s bits pick; a server line gives
 /// up instead now and then while a call is held, and the server's end
 /// gives up on any listing still unanswered. Each server line is fed whole,
-/// or in two pieces cut `cut` bytes in.
+/// or in pieces of `cut` bytes.
 fn fed_session(
     config: &ProxyConfig,
     client: &[u8],
@@ -1691,8 +1691,9 @@ fn fed_session(
         }
         match cut.map(|c| c.min(line.len())) {
             Some(c) => {
-                relay.feed(&line[..c], &mut run.to_client);
-                relay.feed(&line[c..], &mut run.to_client);
+                for piece in line.chunks(c.max(1)) {
+                    relay.feed(piece, &mut run.to_client);
+                }
             }
             None => relay.feed(&line, &mut run.to_client),
         }
@@ -1732,21 +1733,22 @@ fn check_fed(
     let split = fed_session(config, client, server, seed, Some(cut));
     assert!(
         run.normalized() == split.normalized(),
-        "the fed session changed with the server's lines cut {cut} bytes in:\n{}\n--\n{}",
+        "the fed session changed with the server's lines fed {cut} bytes at a time:\n{}\n--\n{}",
         squash(&run.normalized().1),
         squash(&split.normalized().1)
     );
     // And with a hold of 64 to 575 bytes, so that longer lines stream on
     // before they are whole (an answer to the session's own listing among
-    // them: let go once its id shows it, or ended as a line if it streamed
+    // them: let go once its id shows it, or from there if it streamed
     // first); a line that is not JSON then reaches the client at most once
-    // for each line the server sent.
+    // for each line the server sent. Fed in the same pieces, so that a line
+    // streams on before its id is read.
     let hold = 64 + server.len() % 512;
     let held = ProxyConfig {
         max_hold: hold,
         ..config.clone()
     };
-    let streamed = fed_session(&held, client, server, seed, None);
+    let streamed = fed_session(&held, client, server, seed, Some(cut));
     for (run, strict) in [(&run, true), (&streamed, false)] {
         let got: Vec<Option<Value>> = lines_of(&run.to_client)
             .iter()
@@ -1854,45 +1856,47 @@ fn check_fed(
         }
     }
     // Where the twin says the session must take an answer for a typed
-    // call's, it reaches the client whole or as the typed error (with the
-    // default hold: a shorter one may stream an own listing before its id
-    // shows, and then the session does not learn from it).
-    let forwarded = lines_of(&run.to_server);
-    let served: Vec<&[u8]> = run.served.iter().map(|(l, _)| &l[..]).collect();
-    let after: Vec<usize> = run.served.iter().map(|&(_, n)| n).collect();
-    let owed = typed_owed(
-        &Followed {
-            known: false,
-            forwarded: &forwarded,
-            ..*client_side
-        },
-        &served,
-        &after,
-        &|l| readable_line(cfg.strict, l),
-    );
-    let got: Vec<Value> = lines_of(&run.to_client)
-        .iter()
-        .filter_map(|l| value_of(l))
-        .filter(|v| v.get("method").is_none())
-        .collect();
-    for (s, _) in served.iter().zip(&owed).filter(|(_, &o)| o) {
-        let Some(sv) = value_of(s) else {
-            continue;
-        };
-        let Some(c) = got.iter().find(|c| c.get("id") == sv.get("id")) else {
-            panic!(
-                "a typed call's answer never reached the client: {}\nclient read:\n{}",
-                squash(s),
-                squash(&run.to_client)
-            );
-        };
-        assert!(
-            typed_kept(&sv["result"], &c["result"]),
-            "a typed call's result came back cut (fed): {c}\nthe server sent {}\nserver read:\n{}\nserver sent:\n{}",
-            squash(s),
-            squash(&run.to_server),
-            squash(server)
+    // call's, it reaches the client whole or as the typed error; with the
+    // small hold too, where the session's own listing may stream on before
+    // its id shows (it still teaches the tools).
+    for (run, hold) in [(&run, "default".to_string()), (&streamed, hold.to_string())] {
+        let forwarded = lines_of(&run.to_server);
+        let served: Vec<&[u8]> = run.served.iter().map(|(l, _)| &l[..]).collect();
+        let after: Vec<usize> = run.served.iter().map(|&(_, n)| n).collect();
+        let owed = typed_owed(
+            &Followed {
+                known: false,
+                forwarded: &forwarded,
+                ..*client_side
+            },
+            &served,
+            &after,
+            &|l| readable_line(cfg.strict, l),
         );
+        let got: Vec<Value> = lines_of(&run.to_client)
+            .iter()
+            .filter_map(|l| value_of(l))
+            .filter(|v| v.get("method").is_none())
+            .collect();
+        for (s, _) in served.iter().zip(&owed).filter(|(_, &o)| o) {
+            let Some(sv) = value_of(s) else {
+                continue;
+            };
+            let Some(c) = got.iter().find(|c| c.get("id") == sv.get("id")) else {
+                panic!(
+                    "a typed call's answer never reached the client (hold {hold}): {}\nclient read:\n{}",
+                    squash(s),
+                    squash(&run.to_client)
+                );
+            };
+            assert!(
+                typed_kept(&sv["result"], &c["result"]),
+                "a typed call's result came back cut (fed, hold {hold}): {c}\nthe server sent {}\nserver read:\n{}\nserver sent:\n{}",
+                squash(s),
+                squash(&run.to_server),
+                squash(server)
+            );
+        }
     }
 }
 
