@@ -3652,6 +3652,37 @@ pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], w
     }
     std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
     let got = w.finish().expect("a Vec takes every byte");
+    // Again with a hold of 64 to 575 bytes, so that a longer line streams on
+    // before it is whole (the default, 8 MiB, is never reached here): the
+    // same bytes; or, where the line turns out broken after part of it went
+    // out, that part ended as a line of its own, then the same error line.
+    let hold = 64 + line.len() % 512;
+    let mut w = ProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
+    w.set_max_hold(hold);
+    for c in chunks(&line, &points) {
+        std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
+    }
+    std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
+    let streamed = w.finish().expect("a Vec takes every byte");
+    if streamed != got {
+        let head = streamed.strip_suffix(got.as_slice());
+        let Some(head) = head.filter(|h| h.iter().position(|&b| b == b'\n') == Some(h.len() - 1))
+        else {
+            panic!(
+                "with a hold of {hold}: not the held line, nor a part of it and then the held line:\n{:?}\n{:?}",
+                show(&streamed),
+                show(&got)
+            );
+        };
+        let error = value_unbounded(got.strip_suffix(b"\n").unwrap_or(&got));
+        assert_eq!(
+            error.as_ref().map(|v| &v["error"]["code"]),
+            Some(&Value::from(-32700)),
+            "with a hold of {hold}: a part went out ({:?}) of a line that was not refused: {:?}",
+            show(head),
+            show(&got)
+        );
+    }
     let Some(first) = framing::first_content(&line) else {
         assert!(got.is_empty(), "a blank line wrote {:?}", show(&got));
         return;
