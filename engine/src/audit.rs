@@ -192,6 +192,54 @@ pub fn audit_tools(tools: &[Value], inv: Option<&Inventory>) -> Vec<Finding> {
     out
 }
 
+/// The longest line the audit reads from a server. What it protects: the
+/// audit's memory, against a server that writes a huge stray line on its
+/// stdout (a page of hundreds of tools with their schemas is a few MB). What
+/// it does not bound: the tools kept across pages (at most 1,000 pages).
+const MAX_LINE: usize = 64 << 20;
+
+/// The next line of `r` into `line` (its newline left out): `None` at the
+/// end of the output, else whether the line was longer than `cap` bytes, in
+/// which case it was read to its end and none of it kept. Bytes that are not
+/// UTF-8 are the caller's to read as it can (the standard `lines()` ends at
+/// the first such line, and the audit with it).
+fn read_line_capped(
+    r: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let (mut over, mut any) = (false, false);
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(any.then_some(over));
+        }
+        any = true;
+        let (take, end) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i, true),
+            None => (buf.len(), false),
+        };
+        if !over {
+            match buf.get(..take) {
+                Some(piece) if line.len() + piece.len() <= cap => line.extend_from_slice(piece),
+                _ => {
+                    over = true;
+                    line.clear();
+                }
+            }
+        }
+        r.consume(take + usize::from(end));
+        if end {
+            return Ok(Some(over));
+        }
+    }
+}
+
 /// Talk to the server: initialize, then every page of tools/list.
 pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, String> {
     let (prog, args) = cmd
@@ -208,10 +256,20 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            match line {
-                Ok(l) => {
-                    if tx.send(l).is_err() {
+        let mut reader = BufReader::new(stdout);
+        let mut line = Vec::new();
+        loop {
+            match read_line_capped(&mut reader, &mut line, MAX_LINE) {
+                Ok(None) => break,
+                Ok(Some(true)) => eprintln!(
+                    "resultbudget: audit: skipped a line of the server's over {} MiB",
+                    MAX_LINE >> 20
+                ),
+                Ok(Some(false)) => {
+                    if tx
+                        .send(String::from_utf8_lossy(&line).into_owned())
+                        .is_err()
+                    {
                         break;
                     }
                 }
@@ -320,7 +378,7 @@ pub fn run(a: AuditArgs) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::{audit_tools, lone_surrogates_as_replacement as fix, parse_line};
+    use super::{audit_tools, lone_surrogates_as_replacement as fix, parse_line, read_line_capped};
     use crate::inventory::Inventory;
     use serde_json::json;
 
@@ -423,5 +481,25 @@ mod tests {
         let v = parse_line(line).expect("read");
         assert_eq!(v["result"]["tools"][0]["description"], "cut \u{fffd}");
         assert!(parse_line("{\"id\":").is_none());
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_read_to_its_end_and_not_kept() {
+        let input = b"12345\n123456\n\xff\xfe\n1234567890\nend";
+        // Read through a buffer smaller than the lines, so they come in pieces.
+        let mut r = std::io::BufReader::with_capacity(3, &input[..]);
+        let mut line = Vec::new();
+        let mut got = Vec::new();
+        while let Some(over) = read_line_capped(&mut r, &mut line, 6).expect("a slice reads") {
+            got.push((over, line.clone()));
+        }
+        let want: Vec<(bool, Vec<u8>)> = vec![
+            (false, b"12345".to_vec()),
+            (false, b"123456".to_vec()),
+            (false, b"\xff\xfe".to_vec()),
+            (true, Vec::new()),
+            (false, b"end".to_vec()),
+        ];
+        assert_eq!(got, want);
     }
 }

@@ -433,6 +433,27 @@ fn audit_reads_every_page_of_tools_list() {
     assert_eq!(findings(&paged), findings(&whole));
 }
 
+/// A server that writes stray lines on its stdout before it answers: one
+/// that is not UTF-8, and one of 70 MB (over the audit's 64 MiB line cap).
+/// The audit reads past both and audits the same tools. Earlier builds read
+/// the server by `lines()`, which ended at the first line not UTF-8: the
+/// audit then waited out its timeout and failed.
+#[test]
+fn audit_reads_past_stray_lines_not_utf8_or_over_its_cap() {
+    let (want, whole) = audit(&pyserver_cmd(), None);
+    let script = "printf 'log: \\377\\376 not UTF-8\\n'; \
+        head -c 70000000 /dev/zero | tr '\\0' x; printf '\\n'; exec \"$@\"";
+    let cmd: Vec<String> = ["sh", "-c", script, "stray"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(pyserver_cmd())
+        .collect();
+    let (code, stray) = audit(&cmd, None);
+    assert_eq!(code, want, "{stray}");
+    assert_eq!(stray["tools"], whole["tools"]);
+    assert_eq!(findings(&stray), findings(&whole));
+}
+
 fn findings(v: &Value) -> Vec<(String, String)> {
     let mut f: Vec<(String, String)> = v["findings"]
         .as_array()
