@@ -288,9 +288,14 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
                 send_reply: &mut dyn FnMut(&Value) -> Result<(), String>|
      -> Result<Value, String> {
         loop {
-            let line = rx
-                .recv_timeout(timeout)
-                .map_err(|_| format!("no answer to request {id} within {}s", timeout.as_secs()))?;
+            let line = rx.recv_timeout(timeout).map_err(|e| match e {
+                mpsc::RecvTimeoutError::Timeout => {
+                    format!("no answer to request {id} within {}s", timeout.as_secs())
+                }
+                mpsc::RecvTimeoutError::Disconnected => {
+                    format!("the server's output ended before it answered request {id}")
+                }
+            })?;
             let Some(v) = parse_line(&line) else {
                 continue;
             };

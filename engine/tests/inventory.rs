@@ -454,6 +454,23 @@ fn audit_reads_past_stray_lines_not_utf8_or_over_its_cap() {
     assert_eq!(findings(&stray), findings(&whole));
 }
 
+/// A server that ends its output without answering: the audit says so
+/// at once (exit 2), rather than that the wait ran out.
+#[test]
+fn audit_names_a_server_that_ends_before_it_answers() {
+    let out = Command::new(bin())
+        .args(["inventory", "audit", "--", "sh", "-c"])
+        .arg("cat > /dev/null & echo 'not an answer'; exit 0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the server's output ended before it answered request 1"),
+        "{err}"
+    );
+}
+
 fn findings(v: &Value) -> Vec<(String, String)> {
     let mut f: Vec<(String, String)> = v["findings"]
         .as_array()
