@@ -240,6 +240,20 @@ fn read_line_capped(
     }
 }
 
+/// The audit's answer to a request from the server while it lists the
+/// tools: no roots, a pong, and for anything else (sampling, elicitation:
+/// the audit declared none of those capabilities) JSON-RPC's "method not
+/// found", rather than a result of the wrong shape.
+fn reply_to_server(request: &Value) -> Value {
+    let id = &request["id"];
+    match request["method"].as_str() {
+        Some("roots/list") => json!({"jsonrpc":"2.0","id":id,"result":{"roots":[]}}),
+        Some("ping") => json!({"jsonrpc":"2.0","id":id,"result":{}}),
+        _ => json!({"jsonrpc":"2.0","id":id,"error":{
+            "code":-32601,"message":"resultbudget audit: method not supported"}}),
+    }
+}
+
 /// Talk to the server: initialize, then every page of tools/list.
 pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, String> {
     let (prog, args) = cmd
@@ -300,9 +314,7 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
                 continue;
             };
             if v.get("method").is_some() && v.get("id").is_some() {
-                // A request from the server (roots/list, …): answer politely.
-                let reply = json!({"jsonrpc":"2.0","id":v["id"],"result":{"roots":[]}});
-                send_reply(&reply)?;
+                send_reply(&reply_to_server(&v))?;
                 continue;
             }
             if v.get("id").and_then(Value::as_u64) == Some(id) {
@@ -383,7 +395,10 @@ pub fn run(a: AuditArgs) -> u8 {
 
 #[cfg(test)]
 mod tests {
-    use super::{audit_tools, lone_surrogates_as_replacement as fix, parse_line, read_line_capped};
+    use super::{
+        audit_tools, lone_surrogates_as_replacement as fix, parse_line, read_line_capped,
+        reply_to_server,
+    };
     use crate::inventory::Inventory;
     use serde_json::json;
 
@@ -506,5 +521,18 @@ mod tests {
             (false, b"end".to_vec()),
         ];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_server_request_is_answered_by_its_method() {
+        let ask = |m: &str| reply_to_server(&json!({"jsonrpc":"2.0","id":"s1","method":m}));
+        assert_eq!(ask("roots/list")["result"], json!({"roots": []}));
+        assert_eq!(ask("ping")["result"], json!({}));
+        for m in ["sampling/createMessage", "elicitation/create"] {
+            let r = ask(m);
+            assert_eq!(r["id"], "s1");
+            assert_eq!(r["error"]["code"], -32601, "{r}");
+            assert!(r.get("result").is_none(), "{r}");
+        }
     }
 }
