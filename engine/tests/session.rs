@@ -1037,18 +1037,26 @@ fn answers_to_the_sessions_own_listing_never_reach_the_client() {
     );
     assert!(calls.tools_known());
     // The tool it taught is typed: a call of it over budget fails whole.
-    let mut gate = calls.gate();
-    let call =
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}"#;
-    assert!(matches!(gate.check(call), Fate::Forward { .. }));
-    calls.note(gate.facts(), gate.tool());
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}],"structuredContent":{{}}}}}}"#,
-        "x".repeat(100_000)
-    ) + "\n";
-    relay.feed(big.as_bytes(), &mut to_client);
-    let got: Value = serde_json::from_slice(&to_client).unwrap();
+    let got = call_over_budget(&calls, &mut relay, "t");
     assert_eq!(got["result"]["isError"], true, "{got}");
+}
+
+/// A call of `tool` (id 1) through the session's gate, then its answer of
+/// 100 KB of text: what the client reads of it.
+fn call_over_budget(calls: &Calls, relay: &mut AnswerRelay, tool: &str) -> Value {
+    let mut gate = calls.gate();
+    let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call",
+        "params":{"name":tool,"arguments":{}}});
+    assert!(matches!(
+        gate.check(call.to_string().as_bytes()),
+        Fate::Forward { .. }
+    ));
+    calls.note(gate.facts(), gate.tool());
+    let big = json!({"jsonrpc":"2.0","id":1,"result":{
+        "content":[{"type":"text","text":"x".repeat(100_000)}],"structuredContent":{}}});
+    let mut to_client = Vec::new();
+    relay.feed(format!("{big}\n").as_bytes(), &mut to_client);
+    serde_json::from_slice(&to_client).unwrap()
 }
 
 /// What the client reads, shared with the session that writes it.
@@ -1324,18 +1332,7 @@ fn an_own_listing_with_its_id_past_the_hold_ends_as_a_line() {
     assert!(calls.tools_known());
     // The tools it listed were learned: t19 is typed, so a call of it
     // over budget fails whole.
-    let mut gate = calls.gate();
-    let call =
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t19","arguments":{}}}"#;
-    assert!(matches!(gate.check(call), Fate::Forward { .. }));
-    calls.note(gate.facts(), gate.tool());
-    to_client.clear();
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}],"structuredContent":{{}}}}}}"#,
-        "x".repeat(100_000)
-    ) + "\n";
-    relay.feed(big.as_bytes(), &mut to_client);
-    let got: Value = serde_json::from_slice(&to_client).unwrap();
+    let got = call_over_budget(&calls, &mut relay, "t19");
     assert_eq!(got["id"], 1, "{got}");
     assert_eq!(got["result"]["isError"], true, "{got}");
     assert_eq!(relay.finish(&mut to_client), ServerEnd::default());
