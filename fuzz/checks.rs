@@ -3645,25 +3645,26 @@ pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], w
         relined = run_mcp(lim, treat, &[&line]);
         &relined
     };
-    let mut w = ProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
     let points = split_points(line.len(), splits);
-    for c in chunks(&line, &points) {
-        std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
-    }
-    std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
-    let got = w.finish().expect("a Vec takes every byte");
+    // The line and its newline through a writer, in those pieces.
+    let written = |hold: Option<usize>| {
+        let mut w = ProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
+        if let Some(hold) = hold {
+            w.set_max_hold(hold);
+        }
+        for c in chunks(&line, &points) {
+            std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
+        }
+        std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
+        w.finish().expect("a Vec takes every byte")
+    };
+    let got = written(None);
     // Again with a hold of 64 to 575 bytes, so that a longer line streams on
     // before it is whole (the default, 8 MiB, is never reached here): the
     // same bytes; or, where the line turns out broken after part of it went
     // out, that part ended as a line of its own, then the same error line.
     let hold = 64 + line.len() % 512;
-    let mut w = ProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
-    w.set_max_hold(hold);
-    for c in chunks(&line, &points) {
-        std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
-    }
-    std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
-    let streamed = w.finish().expect("a Vec takes every byte");
+    let streamed = written(Some(hold));
     if streamed != got {
         let head = streamed.strip_suffix(got.as_slice());
         let Some(head) = head.filter(|h| h.iter().position(|&b| b == b'\n') == Some(h.len() - 1))
