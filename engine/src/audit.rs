@@ -1,11 +1,12 @@
 //! `resultbudget inventory audit -- <server command>`: start a server, read every
 //! page of `tools/list`, and report each tool that breaks the inventory contract.
 
+use crate::framing::{LineReader, Piece};
 use crate::inventory::{Class, Inventory};
 use crate::tokenizer::{is_low_escape, u_escape};
 use clap::Args;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -203,39 +204,22 @@ const MAX_LINE: usize = 64 << 20;
 /// which case it was read to its end and none of it kept. Bytes that are not
 /// UTF-8 are the caller's to read as it can (the standard `lines()` ends at
 /// the first such line, and the audit with it).
-fn read_line_capped(
-    r: &mut impl BufRead,
+fn read_line_capped<R: std::io::Read>(
+    r: &mut LineReader<R>,
     line: &mut Vec<u8>,
     cap: usize,
 ) -> std::io::Result<Option<bool>> {
     line.clear();
-    let (mut over, mut any) = (false, false);
+    let mut over = false;
     loop {
-        let buf = match r.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if buf.is_empty() {
-            return Ok(any.then_some(over));
-        }
-        any = true;
-        let (take, end) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (i, true),
-            None => (buf.len(), false),
-        };
-        if !over {
-            match buf.get(..take) {
-                Some(piece) if line.len() + piece.len() <= cap => line.extend_from_slice(piece),
-                _ => {
-                    over = true;
-                    line.clear();
-                }
+        match r.next_piece()? {
+            Piece::Data(d) if !over && line.len() + d.len() <= cap => line.extend_from_slice(d),
+            Piece::Data(_) => {
+                over = true;
+                line.clear();
             }
-        }
-        r.consume(take + usize::from(end));
-        if end {
-            return Ok(Some(over));
+            Piece::End => return Ok(Some(over)),
+            Piece::Eof { partial } => return Ok(partial.then_some(over)),
         }
     }
 }
@@ -270,7 +254,7 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
+        let mut reader = LineReader::new(stdout);
         let mut line = Vec::new();
         loop {
             match read_line_capped(&mut reader, &mut line, MAX_LINE) {
@@ -399,6 +383,7 @@ mod tests {
         audit_tools, lone_surrogates_as_replacement as fix, parse_line, read_line_capped,
         reply_to_server,
     };
+    use crate::framing::LineReader;
     use crate::inventory::Inventory;
     use serde_json::json;
 
@@ -505,9 +490,19 @@ mod tests {
 
     #[test]
     fn a_line_over_the_cap_is_read_to_its_end_and_not_kept() {
+        // Read three bytes at a time, so the lines come in pieces.
+        struct Trickle(&'static [u8]);
+        impl std::io::Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(buf.len()).min(3);
+                let (head, rest) = self.0.split_at(n);
+                buf[..n].copy_from_slice(head);
+                self.0 = rest;
+                Ok(n)
+            }
+        }
         let input = b"12345\n123456\n\xff\xfe\n1234567890\nend";
-        // Read through a buffer smaller than the lines, so they come in pieces.
-        let mut r = std::io::BufReader::with_capacity(3, &input[..]);
+        let mut r = LineReader::new(Trickle(input));
         let mut line = Vec::new();
         let mut got = Vec::new();
         while let Some(over) = read_line_capped(&mut r, &mut line, 6).expect("a slice reads") {
