@@ -1057,12 +1057,10 @@ pub struct AnswerRelay {
     deciding: bool,
     /// Part of the current line is in `out` already.
     streaming_out: bool,
-    /// The current line answers one of the session's own requests and
-    /// outgrew the hold: its bytes are let go as they come.
-    dropping_own: bool,
-    /// The current line outgrew the hold and its id was read: whether it
-    /// is the session's own is settled (`dropping_own`).
-    own_settled: bool,
+    /// Once the current line outgrew the hold and its id was read: whether
+    /// it answers one of the session's own requests, so that its bytes are
+    /// let go as they come (`None` until then).
+    own_past_hold: Option<bool>,
     /// Why the line is dropped: it is not valid JSON, or it answers twice.
     failed: Option<String>,
     in_bytes: u64,
@@ -1096,8 +1094,7 @@ impl AnswerRelay {
             in_line: false,
             deciding: false,
             streaming_out: false,
-            dropping_own: false,
-            own_settled: false,
+            own_past_hold: None,
             failed: None,
             in_bytes: 0,
             first: None,
@@ -1276,27 +1273,29 @@ impl AnswerRelay {
         // line apart from it). One whose id shows only once it streams
         // (written after the hold) is let go from there: the client reads
         // the part that went out, ended as a line, and not the whole id.
-        if !self.own_settled
+        if self.own_past_hold.is_none()
             && (self.streaming_out || self.line_out.len() > shared.cfg.max_hold)
             && !self.proj.has_method()
         {
             // (Not a request of the client's in flight by that id: one
             // that guessed the session's number keeps its answer.)
             if let Some(id) = self.proj.id().or(self.probe.value.as_deref()) {
-                self.own_settled = true;
-                self.dropping_own = shared.is_own_id(id)
-                    && lock(&shared.pending)
-                        .get(id)
-                        .is_none_or(|p| p.method == Method::ProxyToolsList);
+                self.own_past_hold = Some(
+                    shared.is_own_id(id)
+                        && lock(&shared.pending)
+                            .get(id)
+                            .is_none_or(|p| p.method == Method::ProxyToolsList),
+                );
             }
         }
-        if self.dropping_own {
+        let dropping_own = self.own_past_hold == Some(true);
+        if dropping_own {
             self.line_out.clear();
         }
         // A long pass-through line is streamed on rather than held; once it
         // streams, each piece goes out as soon as it is final.
         if self.failed.is_none()
-            && !self.dropping_own
+            && !dropping_own
             && self.proj.repeated().is_none()
             && !end
             && !self.line_out.is_empty()
@@ -1394,7 +1393,7 @@ impl AnswerRelay {
         // The session's own: the answer to its listing in flight, or one
         // to a listing answered already or given up on (the client never
         // sent that id; earlier builds passed such a second answer on).
-        let own = self.dropping_own
+        let own = self.own_past_hold == Some(true)
             || match (&p, id) {
                 (Some(p), _) => p.method == Method::ProxyToolsList,
                 (None, Some(id)) => !proj.has_method() && shared.is_own_id(id),
@@ -1479,8 +1478,7 @@ impl AnswerRelay {
         self.started = false;
         self.deciding = false;
         self.streaming_out = false;
-        self.dropping_own = false;
-        self.own_settled = false;
+        self.own_past_hold = None;
         self.failed = None;
         self.in_bytes = 0;
         self.first = None;
