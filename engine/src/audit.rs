@@ -238,7 +238,9 @@ fn reply_to_server(request: &Value) -> Value {
     }
 }
 
-/// Talk to the server: initialize, then every page of tools/list.
+/// Talk to the server: initialize, then every page of tools/list. The
+/// server is stopped and reaped however the talk ends, so that a failed
+/// audit leaves no server behind (nor one holding the audit's stderr).
 pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, String> {
     let (prog, args) = cmd
         .split_first()
@@ -250,6 +252,25 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| format!("cannot start {prog}: {e}"))?;
+    let talked = talk(&mut child, timeout);
+    let _ = child.kill();
+    let _ = child.wait();
+    talked
+}
+
+/// What a failed write to the server means: a broken pipe is the server
+/// no longer reading its input (it closed it, or exited), which says more
+/// than the error's own text.
+fn write_error(what: &str, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        format!("the server stopped reading its input before {what} was sent")
+    } else {
+        format!("writing {what} to the server: {e}")
+    }
+}
+
+/// The conversation of [`fetch_tools`], on a started server.
+fn talk(child: &mut std::process::Child, timeout: Duration) -> Result<Vec<Value>, String> {
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let (tx, rx) = mpsc::channel::<String>();
@@ -278,9 +299,14 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
     let mut send = |v: &Value| -> Result<(), String> {
         let mut s = v.to_string();
         s.push('\n');
-        stdin
-            .write_all(s.as_bytes())
-            .map_err(|e| format!("writing to the server: {e}"))
+        stdin.write_all(s.as_bytes()).map_err(|e| {
+            let what = match (v.get("id"), v.get("method").and_then(Value::as_str)) {
+                (Some(id), Some(_)) => format!("request {id}"),
+                (Some(id), None) => format!("the answer to its request {id}"),
+                (None, m) => m.unwrap_or("a message").to_string(),
+            };
+            write_error(&what, &e)
+        })
     };
     let wait = |id: u64,
                 send_reply: &mut dyn FnMut(&Value) -> Result<(), String>|
@@ -335,9 +361,6 @@ pub fn fetch_tools(cmd: &[String], timeout: Duration) -> Result<Vec<Value>, Stri
         }
         id += 1;
     }
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
     Ok(tools)
 }
 

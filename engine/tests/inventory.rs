@@ -460,7 +460,10 @@ fn audit_reads_past_stray_lines_not_utf8_or_over_its_cap() {
 fn audit_names_a_server_that_ends_before_it_answers() {
     let out = Command::new(bin())
         .args(["inventory", "audit", "--", "sh", "-c"])
-        .arg("cat > /dev/null & echo 'not an answer'; exit 0")
+        // The shell ends its output and exits; `cat` (its stdin kept on fd
+        // 3, as a job in the background reads /dev/null) goes on reading,
+        // so the audit's request is written before the output is seen to end.
+        .arg("exec 3<&0; cat <&3 > /dev/null 2>&1 & echo 'not an answer'; exit 0")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -468,6 +471,42 @@ fn audit_names_a_server_that_ends_before_it_answers() {
     assert!(
         err.contains("the server's output ended before it answered request 1"),
         "{err}"
+    );
+}
+
+/// A server that does not read its input: the audit says so (exit 2),
+/// rather than "Broken pipe", and stops the server, which would otherwise
+/// go on running after the audit has given up.
+#[test]
+fn audit_names_a_server_that_stops_reading_and_stops_it() {
+    let dir = tmpdir(&format!("audit-stops-{}", rand_id()));
+    let pidfile = dir.join("server.pid");
+    // It reads the first request, closes its input, and only then answers:
+    // the audit's next message finds no reader.
+    let script = "read -r request; exec 0<&- 2>/dev/null; echo $$ > \"$1\"; \
+        echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}'; exec sleep 600";
+    let out = Command::new(bin())
+        .args(["inventory", "audit", "--", "sh", "-c", script, "server"])
+        .arg(&pidfile)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+    if stat.is_ok() {
+        let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "the server stopped reading its input before notifications/initialized was sent"
+        ),
+        "{err}"
+    );
+    // Gone, or at most a zombie its parent has not reaped.
+    assert!(
+        stat.as_deref().map_or(true, |s| s.contains(") Z ")),
+        "the server still runs after the audit: {stat:?}"
     );
 }
 
