@@ -3100,6 +3100,52 @@ pub fn budget_one(data: &[u8]) {
     }
     check_budget(&doc, lim, &whole);
     check_lone_budget(&doc, lim, &cfg.splits[..n]);
+    check_abort(&doc, lim, &points);
+}
+
+/// What a caller that streams each feed's output holds after an error:
+/// `abort` must leave the feeds' output plus its own as one valid JSON value
+/// within the ceiling, with the caller's bytes in front untouched (the
+/// `budget` command does this with no ceiling; a library caller may with
+/// one). The errors: the document's own, if it is invalid, and its end cut
+/// off at the first split point (or halfway), fed in the pieces before it.
+pub fn check_abort(doc: &[u8], lim: Limits, points: &[usize]) {
+    let cut = points.first().copied().unwrap_or(doc.len() / 2);
+    let short = doc.get(..cut).unwrap_or(doc);
+    let prefix = b"caller:";
+    for (what, input) in [("the document", doc), ("the document cut short", short)] {
+        let inner: Vec<usize> = points
+            .iter()
+            .copied()
+            .filter(|&p| p < input.len())
+            .collect();
+        let mut b = Budget::new(lim).expect("limits are valid");
+        let mut out = prefix.to_vec();
+        let failed = chunks(input, &inner)
+            .iter()
+            .any(|c| b.feed(c, &mut out).is_err())
+            || b.finish(&mut out).is_err();
+        if !failed {
+            continue;
+        }
+        b.abort(&mut out);
+        let Some(value) = out.strip_prefix(prefix) else {
+            panic!("abort after {what}: the caller's bytes were touched");
+        };
+        let parsed = serde_unbounded(value);
+        assert!(
+            parsed.is_ok(),
+            "abort after {what} (cut at {cut}, pieces at {inner:?}) is not one JSON value ({:?}): {:?}",
+            parsed.err(),
+            show(value)
+        );
+        assert!(
+            value.len() as u64 <= lim.max_result_bytes,
+            "abort after {what}: {} bytes > max_result_bytes {}",
+            value.len(),
+            lim.max_result_bytes
+        );
+    }
 }
 
 /// Lone surrogates read as U+FFFD: the document with its escaped pairs broken
