@@ -1992,7 +1992,8 @@ struct Request {
 /// before each of its lines), has no `task` and was not cancelled, no earlier server line
 /// named the id, and none could have been taken for an answer without one
 /// (a broken line with a `result` or `error` answers the only pending
-/// call). A tool listed without an `outputSchema` object (by any of its
+/// call) or for one with an id (the call a broken line's `id`, read before
+/// the break, names is answered with `-32603`). A tool listed without an `outputSchema` object (by any of its
 /// entry's names) may be untyped from there on; one listed with one, by one
 /// name, is typed from there on only if the line answers a `tools/list`
 /// request that way for sure.
@@ -2120,7 +2121,12 @@ fn typed_owed(
             continue;
         }
         if !readable(l) || framing::first_content(l) != Some(b'{') {
-            if [&b"result"[..], b"error", b"tools", b"\\u"]
+            // A broken line is read as far as it goes: one that began as an
+            // answer without an id takes the only pending call, and the call
+            // an `id` read before the break names is answered with `-32603`,
+            // which settles it (a later answer with its id is a stray, given
+            // no call's treatment; docs/proxy.md, "Malformed server line").
+            if [&b"result"[..], b"error", b"tools", b"\\u", b"id"]
                 .iter()
                 .any(|w| has(l, w))
             {
