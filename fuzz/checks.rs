@@ -2126,7 +2126,7 @@ fn typed_owed(
             // an `id` read before the break names is answered with `-32603`,
             // which settles it (a later answer with its id is a stray, given
             // no call's treatment; docs/proxy.md, "Malformed server line").
-            if [&b"result"[..], b"error", b"tools", b"\\u", b"id"]
+            if [&b"result"[..], b"error", b"tools", b"\\u", b"\"id\""]
                 .iter()
                 .any(|w| has(l, w))
             {
