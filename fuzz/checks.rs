@@ -3106,7 +3106,7 @@ pub fn budget_one(data: &[u8]) {
     }
     check_budget(&doc, lim, &whole);
     check_lone_budget(&doc, lim, &cfg.splits[..n]);
-    check_abort(&doc, lim, &points);
+    check_abort(&doc, lim, &points, &split);
 }
 
 /// What a caller that streams each feed's output holds after an error:
@@ -3115,7 +3115,10 @@ pub fn budget_one(data: &[u8]) {
 /// `budget` command does this with no ceiling; a library caller may with
 /// one). The errors: the document's own, if it is invalid, and its end cut
 /// off at the first split point (or halfway), fed in the pieces before it.
-pub fn check_abort(doc: &[u8], lim: Limits, points: &[usize]) {
+/// Then the same `Budget`, `reset` (after the error, or after a document
+/// read whole), reads the document as a new one does (`fresh`): nothing of
+/// the last document is left in it.
+pub fn check_abort(doc: &[u8], lim: Limits, points: &[usize], fresh: &BudgetRun) {
     let cut = points.first().copied().unwrap_or(doc.len() / 2);
     let short = doc.get(..cut).unwrap_or(doc);
     let prefix = b"caller:";
@@ -3131,25 +3134,39 @@ pub fn check_abort(doc: &[u8], lim: Limits, points: &[usize]) {
             .iter()
             .any(|c| b.feed(c, &mut out).is_err())
             || b.finish(&mut out).is_err();
-        if !failed {
-            continue;
+        if failed {
+            b.abort(&mut out);
+            let Some(value) = out.strip_prefix(prefix) else {
+                panic!("abort after {what}: the caller's bytes were touched");
+            };
+            let parsed = serde_unbounded(value);
+            assert!(
+                parsed.is_ok(),
+                "abort after {what} (cut at {cut}, pieces at {inner:?}) is not one JSON value ({:?}): {:?}",
+                parsed.err(),
+                show(value)
+            );
+            assert!(
+                value.len() as u64 <= lim.max_result_bytes,
+                "abort after {what}: {} bytes > max_result_bytes {}",
+                value.len(),
+                lim.max_result_bytes
+            );
         }
-        b.abort(&mut out);
-        let Some(value) = out.strip_prefix(prefix) else {
-            panic!("abort after {what}: the caller's bytes were touched");
-        };
-        let parsed = serde_unbounded(value);
+        b.reset();
+        let mut again = Vec::new();
+        let res = chunks(doc, points)
+            .iter()
+            .try_for_each(|c| b.feed(c, &mut again).map(|_| ()))
+            .and_then(|()| b.finish(&mut again).cloned());
+        let reused = (res, again);
         assert!(
-            parsed.is_ok(),
-            "abort after {what} (cut at {cut}, pieces at {inner:?}) is not one JSON value ({:?}): {:?}",
-            parsed.err(),
-            show(value)
-        );
-        assert!(
-            value.len() as u64 <= lim.max_result_bytes,
-            "abort after {what}: {} bytes > max_result_bytes {}",
-            value.len(),
-            lim.max_result_bytes
+            reused == *fresh,
+            "reset after {what} (failed: {failed}), then the document at {points:?}: {:?} {:?}, where a new Budget gives {:?} {:?}",
+            reused.0,
+            show(&reused.1),
+            fresh.0,
+            show(&fresh.1)
         );
     }
 }
