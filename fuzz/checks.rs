@@ -3715,25 +3715,38 @@ pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], w
         &relined
     };
     let points = split_points(line.len(), splits);
-    // The line and its newline through a writer, in those pieces.
-    let written = |hold: Option<usize>| {
+    // The line and its newline through a writer, in those pieces, `times`
+    // times over.
+    let written = |hold: Option<usize>, times: usize| {
         let mut w = ProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
         if let Some(hold) = hold {
             w.set_max_hold(hold);
         }
-        for c in chunks(&line, &points) {
-            std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
+        for _ in 0..times {
+            for c in chunks(&line, &points) {
+                std::io::Write::write_all(&mut w, c).expect("a Vec takes every byte");
+            }
+            std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
         }
-        std::io::Write::write_all(&mut w, b"\n").expect("a Vec takes every byte");
         w.finish().expect("a Vec takes every byte")
     };
-    let got = written(None);
+    let got = written(None, 1);
+    // The writer's projector goes on to the next line as a new one would:
+    // the same line twice gives the same output twice, after a line that
+    // broke as after one that did not.
+    let twice = written(None, 2);
+    assert!(
+        twice.strip_prefix(got.as_slice()) == Some(got.as_slice()),
+        "the same line a second time through one writer gave another output:\n{:?}\n{:?}",
+        show(&twice),
+        show(&got)
+    );
     // Again with a hold of 64 to 575 bytes, so that a longer line streams on
     // before it is whole (the default, 8 MiB, is never reached here): the
     // same bytes; or, where the line turns out broken after part of it went
     // out, that part ended as a line of its own, then the same error line.
     let hold = 64 + line.len() % 512;
-    let streamed = written(Some(hold));
+    let streamed = written(Some(hold), 1);
     if streamed != got {
         let head = streamed.strip_suffix(got.as_slice());
         let Some(head) = head.filter(|h| h.iter().position(|&b| b == b'\n') == Some(h.len() - 1))
