@@ -1436,7 +1436,15 @@ pub fn proxy_one(data: &[u8]) {
         // `query` or `search`, of any type) never reaches the server, the
         // call read as the server reads it.
         if let Some(v) = value_of(l).filter(|v| v["method"] == "tools/call") {
-            let tool = v["params"]["name"].as_str().unwrap_or("");
+            // A name longer than the proxy reads (`sniff::NAME_CAP` as
+            // written, quotes included; MCP's 128 characters take at most
+            // 1,538) names no tool it knows, nor a class by its first
+            // letters: no MCP server has a tool by it (docs/proxy.md).
+            let tree = parse(l);
+            let named = last_decoded(&tree, l, "params")
+                .and_then(|p| last_decoded(p, l, "name"))
+                .is_none_or(|n| n.raw(l).len() <= resultbudget::sniff::NAME_CAP);
+            let tool = v["params"]["name"].as_str().filter(|_| named).unwrap_or("");
             let query = v["params"]["arguments"].as_object().and_then(|a| {
                 ["q", "query", "search"]
                     .into_iter()
@@ -1463,6 +1471,7 @@ pub fn proxy_one(data: &[u8]) {
             // string that reads as no number, read as in the guard target.
             if serde_verdict(l) == Serde::Valid {
                 let max_of = |t: &str| match t {
+                    _ if !named => None,
                     "plain" | "find" | "list_docs" if cfg.inventory => Some(20.0),
                     "typed" | "mut" if cfg.inventory => None,
                     t if t.starts_with("list_") || t.starts_with("search_") => Some(100.0),

@@ -69,6 +69,25 @@ fn lines() -> Vec<(&'static str, Vec<u8>, Want)> {
             call(5, "list_files", json!({"query":"x"})),
             Want::Drop("refused", Some(0)),
         ),
+        // A name is read up to `sniff::NAME_CAP` (2,048) bytes as written,
+        // quotes included: at the cap a `list_` name is a list tool's; past
+        // it the name names no tool, nor a class by its first letters (no
+        // MCP tool has such a name; specs/request-guard.md).
+        (
+            "list tool by a name at the cap, given a query",
+            call(5, &format!("list_{}", "a".repeat(2041)), json!({"query":"x"})),
+            Want::Drop("refused", Some(0)),
+        ),
+        (
+            "a list_ name over the cap, given a query",
+            call(5, &format!("list_{}", "a".repeat(2042)), json!({"query":"x"})),
+            Want::Forward,
+        ),
+        (
+            "a search_ name over the cap, without a query",
+            call(5, &format!("search_{}", "a".repeat(2040)), json!({})),
+            Want::Forward,
+        ),
         (
             "a batch of one call",
             [b"[".as_slice(), &call(6, "echo", json!({"message":"y".repeat(5000)})), b"]"].concat(),
