@@ -5094,13 +5094,14 @@ pub fn check_gate(doc: &[u8], caps: ArgCaps, points: &[usize]) {
 }
 
 /// The last member of an object whose key, decoded, is `key` (the one a
-/// JSON reader keeps).
+/// JSON reader keeps); a lone surrogate escape in a key reads as U+FFFD, as
+/// the proxy reads it by default, rather than stopping the check.
 fn last_decoded<'n>(n: &'n Node, doc: &[u8], key: &str) -> Option<&'n Node> {
     n.members()
         .unwrap_or(&[])
         .iter()
         .rev()
-        .find(|(k, _)| decode_str(k.contents(doc)) == key)
+        .find(|(k, _)| decode_key(k, doc) == key)
         .map(|(_, v)| v)
 }
 
