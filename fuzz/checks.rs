@@ -33,7 +33,7 @@ use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
 use resultbudget::proxy::{relay_session, Calls, ProxyConfig, SplitReads};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
-use resultbudget::transport::ProjectWriter;
+use resultbudget::transport::{McpEncoder, ProjectWriter};
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
 use serde::Deserialize;
 use serde_json::Value;
@@ -3749,6 +3749,21 @@ pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], w
         "the same line a second time through one writer gave another output:\n{:?}\n{:?}",
         show(&twice),
         show(&got)
+    );
+    // The tokio-util encoder, one item per message, writes what the writer
+    // writes for it (it holds a message whole; the writer's hold is never
+    // reached here), the second time as the first.
+    let mut enc = McpEncoder::new(lim, treat.clone()).expect("limits are valid");
+    let mut encoded = bytes::BytesMut::new();
+    for _ in 0..2 {
+        tokio_util::codec::Encoder::encode(&mut enc, line.as_slice(), &mut encoded)
+            .expect("a line without a newline encodes");
+    }
+    assert!(
+        encoded[..] == twice[..],
+        "the encoder wrote other bytes than the writer:\n{:?}\n{:?}",
+        show(&encoded),
+        show(&twice)
     );
     // Again with a hold of 64 to 575 bytes, so that a longer line streams on
     // before it is whole (the default, 8 MiB, is never reached here): the
