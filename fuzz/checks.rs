@@ -33,7 +33,7 @@ use resultbudget::guard::{ArgCaps, Guard, GuardVerdict, RequestFacts};
 use resultbudget::mcp::{CallInfo, McpLimits, Projector, Treat, RECORD_KEY};
 use resultbudget::proxy::{relay_session, Calls, ProxyConfig, SplitReads};
 use resultbudget::tokenizer::{Lit, Tok, Tokenizer};
-use resultbudget::transport::{McpEncoder, ProjectWriter};
+use resultbudget::transport::{AsyncProjectWriter, McpEncoder, ProjectWriter};
 use resultbudget::{Budget, Error, ErrorKind, Limits, Record};
 use serde::Deserialize;
 use serde_json::Value;
@@ -3711,6 +3711,33 @@ pub fn mcp_one(data: &[u8]) {
 /// its last `id`; valid JSON that is not an object, the `-32600` line with a
 /// null id; anything else the projector refuses, the `-32700` line
 /// (`docs/library.md`).
+/// `pieces` and a newline, `times` times over, through an
+/// `AsyncProjectWriter` over a `Vec`, polled by hand (a `Vec` is always
+/// ready, so no runtime is needed), then shut down: what the `Vec` holds.
+fn async_written(lim: McpLimits, treat: &Treat, pieces: &[&[u8]], times: usize) -> Vec<u8> {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::AsyncWrite;
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut w = AsyncProjectWriter::new(Vec::new(), lim, treat.clone()).expect("limits are valid");
+    for _ in 0..times {
+        for &piece in pieces.iter().chain([&b"\n"[..]].iter()) {
+            let mut rest = piece;
+            while !rest.is_empty() {
+                match Pin::new(&mut w).poll_write(&mut cx, rest) {
+                    Poll::Ready(Ok(n)) if n > 0 => rest = rest.get(n..).unwrap_or(&[]),
+                    other => panic!("a Vec took no bytes: {other:?}"),
+                }
+            }
+        }
+    }
+    match Pin::new(&mut w).poll_shutdown(&mut cx) {
+        Poll::Ready(Ok(())) => {}
+        other => panic!("shutting down over a Vec: {other:?}"),
+    }
+    w.into_inner()
+}
+
 pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], whole: &McpRun) {
     let line: Vec<u8> = doc
         .iter()
@@ -3763,6 +3790,15 @@ pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], w
         encoded[..] == twice[..],
         "the encoder wrote other bytes than the writer:\n{:?}\n{:?}",
         show(&encoded),
+        show(&twice)
+    );
+    // The AsyncWrite adapter, polled by hand over a `Vec` (always ready), in
+    // the same pieces, twice, then shut down: the same bytes again.
+    let polled = async_written(lim, treat, &chunks(&line, &points), 2);
+    assert!(
+        polled == twice,
+        "the async writer wrote other bytes than the writer:\n{:?}\n{:?}",
+        show(&polled),
         show(&twice)
     );
     // Again with a hold of 64 to 575 bytes, so that a longer line streams on
