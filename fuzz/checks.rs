@@ -3118,6 +3118,22 @@ pub fn budget_one(data: &[u8]) {
     check_abort(&doc, lim, &points, &split);
 }
 
+/// `out` is one valid JSON value (however deep) of at most `max` bytes.
+fn one_value_within(out: &[u8], max: u64, what: &str) {
+    let parsed = serde_unbounded(out);
+    assert!(
+        parsed.is_ok(),
+        "{what} is not one JSON value ({:?}): {:?}",
+        parsed.err(),
+        show(out)
+    );
+    assert!(
+        out.len() as u64 <= max,
+        "{what}: {} bytes > max_result_bytes {max}",
+        out.len()
+    );
+}
+
 /// What a caller that streams each feed's output holds after an error:
 /// `abort` must leave the feeds' output plus its own as one valid JSON value
 /// within the ceiling, with the caller's bytes in front untouched (the
@@ -3148,18 +3164,10 @@ pub fn check_abort(doc: &[u8], lim: Limits, points: &[usize], fresh: &BudgetRun)
             let Some(value) = out.strip_prefix(prefix) else {
                 panic!("abort after {what}: the caller's bytes were touched");
             };
-            let parsed = serde_unbounded(value);
-            assert!(
-                parsed.is_ok(),
-                "abort after {what} (cut at {cut}, pieces at {inner:?}) is not one JSON value ({:?}): {:?}",
-                parsed.err(),
-                show(value)
-            );
-            assert!(
-                value.len() as u64 <= lim.max_result_bytes,
-                "abort after {what}: {} bytes > max_result_bytes {}",
-                value.len(),
-                lim.max_result_bytes
+            one_value_within(
+                value,
+                lim.max_result_bytes,
+                &format!("abort after {what} (cut at {cut}, pieces at {inner:?})"),
             );
         }
         b.reset();
@@ -3243,19 +3251,7 @@ pub fn check_budget(doc: &[u8], lim: Limits, run: &BudgetRun) {
         tree.depth() <= nesting,
         "accepted nesting deeper than max_nesting"
     );
-    let outv = serde_unbounded(out);
-    assert!(
-        outv.is_ok(),
-        "output is not valid JSON ({:?}): {:?}",
-        outv.err(),
-        show(out)
-    );
-    assert!(
-        out.len() as u64 <= lim.max_result_bytes,
-        "output of {} bytes > max_result_bytes {}",
-        out.len(),
-        lim.max_result_bytes
-    );
+    one_value_within(out, lim.max_result_bytes, "the output");
     let otree = parse(out);
     check_sub(out, &otree, doc, &tree, true);
     check_limits(out, &otree, &lim, 1);
