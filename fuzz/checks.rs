@@ -2002,10 +2002,10 @@ struct Request {
 /// named the id, and none could have been taken for an answer without one
 /// (a broken line with a `result` or `error` answers the only pending
 /// call) or for one with an id (the call a broken line's `id`, read before
-/// the break, names is answered with `-32603`). A tool listed without an `outputSchema` object (by any of its
-/// entry's names) may be untyped from there on; one listed with one, by one
-/// name, is typed from there on only if the line answers a `tools/list`
-/// request that way for sure.
+/// the break, names is answered with `-32603`). A tool listed without an
+/// `outputSchema` object (by any of its entry's names) may be untyped from
+/// there on; one listed with one, by one name, is typed from there on only
+/// if the line answers a `tools/list` request that way for sure.
 fn typed_owed(
     f: &Followed,
     served: &[&[u8]],
@@ -3699,14 +3699,6 @@ pub fn mcp_one(data: &[u8]) {
     }
 }
 
-/// The library's writer (`transport::ProjectWriter`) on `doc` as one line
-/// (a raw newline in it made a space), written in the pieces `splits` make:
-/// one line out, valid JSON. A valid object whose top-level `id`, `result`
-/// and `error` (keys by value) come once each gives the projection of
-/// [`run_mcp`] itself; one with any of them twice, the `-32700` line naming
-/// its last `id`; valid JSON that is not an object, the `-32600` line with a
-/// null id; anything else the projector refuses, the `-32700` line
-/// (`docs/library.md`).
 /// `pieces` and a newline, `times` times over, through an
 /// `AsyncProjectWriter` over a `Vec`, polled by hand (a `Vec` is always
 /// ready, so no runtime is needed), then shut down: what the `Vec` holds.
@@ -3734,6 +3726,17 @@ fn async_written(lim: McpLimits, treat: &Treat, pieces: &[&[u8]], times: usize) 
     w.into_inner()
 }
 
+/// The library's writer (`transport::ProjectWriter`) on `doc` as one line
+/// (a raw newline in it made a space), written in the pieces `splits` make:
+/// one line out, valid JSON. A valid object whose top-level `id`, `result`
+/// and `error` (keys by value) come once each gives the projection of
+/// [`run_mcp`] itself; one with any of them twice, the `-32700` line naming
+/// its last `id`; valid JSON that is not an object, the `-32600` line with a
+/// null id; anything else the projector refuses, the `-32700` line
+/// (`docs/library.md`). The line twice through one writer, through the
+/// tokio-util encoder and through the `AsyncWrite` adapter gives the same
+/// bytes twice; with a small hold, the same bytes or a streamed part ended
+/// as a line and then the same error line.
 pub fn check_writer(doc: &[u8], lim: McpLimits, treat: &Treat, splits: &[u16], whole: &McpRun) {
     let line: Vec<u8> = doc
         .iter()
