@@ -3061,6 +3061,12 @@ pub fn run_budget_opts(lim: Limits, chunks: &[&[u8]], fast: bool, lone: bool) ->
     let mut b = Budget::new(lim).expect("limits are valid");
     b.set_fast_keep(fast);
     b.set_lone_surrogates(lone);
+    feed_all(&mut b, chunks)
+}
+
+/// `chunks` fed to `b`, then its end: the output, and the record or the
+/// first error.
+fn feed_all(b: &mut Budget, chunks: &[&[u8]]) -> BudgetRun {
     let mut out = Vec::new();
     for c in chunks {
         if let Err(e) = b.feed(c, &mut out) {
@@ -3171,12 +3177,7 @@ pub fn check_abort(doc: &[u8], lim: Limits, points: &[usize], fresh: &BudgetRun)
             );
         }
         b.reset();
-        let mut again = Vec::new();
-        let res = chunks(doc, points)
-            .iter()
-            .try_for_each(|c| b.feed(c, &mut again).map(|_| ()))
-            .and_then(|()| b.finish(&mut again).cloned());
-        let reused = (res, again);
+        let reused = feed_all(&mut b, &chunks(doc, points));
         assert!(
             reused == *fresh,
             "reset after {what} (failed: {failed}), then the document at {points:?}: {:?} {:?}, where a new Budget gives {:?} {:?}",
