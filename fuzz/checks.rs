@@ -605,15 +605,30 @@ pub struct ProxyCfg {
 /// The inventory a session may run with: `plain` a paged directory browse
 /// and `list_docs` a paged list, each with `find` as its search twin,
 /// `typed` typed, `mut` a mutation with a small argument cap; result
-/// budgets of 1,024 to 3,000 bytes. (`search_docs`, which calls name too,
-/// has no row: its class comes from its name.)
+/// budgets of 1,024 to 3,000 bytes. A page size above 20 is refused, but
+/// `list_docs` clamps it ([`proxy_clamped`]). (`search_docs`, which calls
+/// name too, has no row: its class comes from its name.)
 pub const PROXY_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
 {"tool":"plain","server":"fuzz","surface":"list","classification":"directory","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":1500},"backend_query_bound":"paged","structured_content_policy":"cut_generic","search_twin":"find"},
 {"tool":"find","server":"fuzz","surface":"search","classification":"search","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":null,"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":3000},"backend_query_bound":"limit+1","structured_content_policy":"cut_generic","query_params":["q"]},
 {"tool":"typed","server":"fuzz","surface":"read","classification":"single","read_only":true,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":2048},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error"},
 {"tool":"mut","server":"fuzz","surface":"write","classification":"mutation","read_only":false,"limit":null,"cursor":null,"per_item_budget_bytes":null,"result_budget":{"max_result_bytes":1024},"backend_query_bound":"one","structured_content_policy":"typed_whole_or_error","argument_caps":{"max_arg_bytes":300}},
-{"tool":"list_docs","server":"fuzz","surface":"list","classification":"list","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"refuse"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":1500},"backend_query_bound":"paged","structured_content_policy":"cut_generic","search_twin":"find"}
+{"tool":"list_docs","server":"fuzz","surface":"list","classification":"list","read_only":true,"limit":{"param":"limit","default":5,"max":20,"over_max":"clamp"},"cursor":{"param":"cursor","has_more_field":"has_more","next_cursor_field":"next_cursor"},"per_item_budget_bytes":512,"result_budget":{"max_result_bytes":1500},"backend_query_bound":"paged","structured_content_policy":"cut_generic","search_twin":"find"}
 ]}"#;
+
+/// Whether `fwd` is the client's line `sent` as a session with
+/// [`PROXY_INVENTORY`] forwards it: a `list_docs` call whose page size reads
+/// above 20, with that page size rewritten to 20 and no other byte changed
+/// (as [`check_pages`] holds the gate to it).
+pub fn proxy_clamped(sent: &[u8], fwd: &[u8]) -> bool {
+    // (Only a line the server reads as JSON is clamped; the ends stay.)
+    if sent == fwd || sent.last() != fwd.last() || serde_verdict(sent) != Serde::Valid {
+        return false;
+    }
+    let page = call_page(sent, |t| (t == "list_docs").then_some("limit"));
+    matches!(page, Some((_, Page::Num(v, _))) if v > 20.0)
+        && clamp_of(sent, "limit", 20).is_some_and(|c| c == fwd)
+}
 
 /// The tools the session's proxy knows: (name, typed, read-only).
 pub const PROXY_TOOLS: &[(&str, bool, bool)] = &[
@@ -1359,16 +1374,18 @@ pub fn proxy_one(data: &[u8]) {
             squash(&whole.to_client)
         );
     }
-    // The server reads the client's lines unchanged, in order, and nothing
-    // else (its tools are known, so the proxy asks nothing itself); blank
-    // lines pass.
+    // The server reads the client's lines unchanged (but for a clamped page
+    // size), in order, and nothing else (its tools are known, so the proxy
+    // asks nothing itself); blank lines pass.
     let sent = lines_of(&client);
     let mut from = 0;
     for l in lines_of(&whole.to_server) {
         if is_blank(l) {
             continue;
         }
-        let at = sent[from..].iter().position(|s| s == &l);
+        let at = sent[from..]
+            .iter()
+            .position(|s| s == &l || (cfg.inventory && proxy_clamped(s, l)));
         let Some(at) = at else {
             panic!(
                 "the server read a line the client did not send (or out of order): {}",
@@ -2064,7 +2081,9 @@ fn typed_owed(
         let Some(v) = v else {
             continue;
         };
-        let at = forwarded.iter().position(|&x| x == l);
+        let at = forwarded
+            .iter()
+            .position(|&x| x == l || (inventory && proxy_clamped(l, x)));
         let Some(at) = at.filter(|_| readable(l) && !f.id_untaken) else {
             continue;
         };
@@ -2102,7 +2121,10 @@ fn typed_owed(
         let own = v["id"]
             .as_str()
             .is_some_and(|id| id.starts_with("resultbudget-tools-"));
-        if let Some(key) = loose_id(&v["id"]).filter(|_| own && !client_lines.contains(l)) {
+        let sent = client_lines
+            .iter()
+            .any(|&c| c == *l || (inventory && proxy_clamped(c, l)));
+        if let Some(key) = loose_id(&v["id"]).filter(|_| own && !sent) {
             requests.push(Request {
                 key,
                 tool: None,
@@ -5261,6 +5283,30 @@ pub fn call_page(
     Some((tool, page))
 }
 
+/// `line` with the page size a server reads (`param` of the last
+/// `arguments` of the last `params`, the last of each) rewritten to `max`:
+/// a string as a string, every other byte as it was. `None` if the line has
+/// no such member.
+pub fn clamp_of(line: &[u8], param: &str, max: u64) -> Option<Vec<u8>> {
+    let tree = parse(line);
+    let params = last_decoded(&tree, line, "params")?;
+    let args = last_decoded(params, line, "arguments")?;
+    let v = last_decoded(args, line, param)?;
+    let new = if v.is_str() {
+        format!("\"{max}\"")
+    } else {
+        max.to_string()
+    };
+    Some(
+        [
+            line.get(..v.span.start).unwrap_or(&[]),
+            new.as_bytes(),
+            line.get(v.span.end..).unwrap_or(&[]),
+        ]
+        .concat(),
+    )
+}
+
 /// The page-size contract with [`GUARD_INVENTORY`], against an oracle of its
 /// own ([`page_rule`], [`read_page`]) on a valid line that a server reads as
 /// a `tools/call`: the page size the server reads from what the gate sends
@@ -5312,21 +5358,7 @@ pub fn check_pages(doc: &[u8], points: &[usize]) {
                     );
                     assert_eq!(*m as f64, max, "{what}: clamped to another value");
                     // Exactly the member the server reads, rewritten.
-                    let tree = parse(doc);
-                    let params = last_decoded(&tree, doc, "params").expect("params");
-                    let args = last_decoded(params, doc, "arguments").expect("arguments");
-                    let v = last_decoded(args, doc, param).expect("the page size");
-                    let new = if v.is_str() {
-                        format!("\"{m}\"")
-                    } else {
-                        m.to_string()
-                    };
-                    let want = [
-                        doc.get(..v.span.start).unwrap_or(&[]),
-                        new.as_bytes(),
-                        doc.get(v.span.end..).unwrap_or(&[]),
-                    ]
-                    .concat();
+                    let want = clamp_of(doc, param, *m).expect("the page size");
                     assert_eq!(
                         show(body),
                         show(&want),
