@@ -78,6 +78,7 @@ impl Out {
     /// feed's `chunk_len` over [`LEND_TAIL_DIV`] (a long hold would otherwise
     /// be copied on every feed). Every `lend` must be followed by
     /// [`Out::end_feed`] with the same `dst`.
+    #[inline]
     pub fn lend(&mut self, dst: &mut Vec<u8>, chunk_len: usize) -> bool {
         if self.start != 0 || self.buf.len() > chunk_len / LEND_TAIL_DIV {
             return false;
@@ -97,6 +98,7 @@ impl Out {
     /// lent (the uncommitted tail moves back into our buffer), or are drained
     /// into it. After an error nothing is handed over: every byte of ours,
     /// committed or not, moves back into our buffer, as if never lent.
+    #[inline]
     pub fn end_feed(&mut self, dst: &mut Vec<u8>, lent: bool, ok: bool) {
         match (lent, ok) {
             (true, true) => self.return_from(self.index(self.commit), dst),

@@ -2870,6 +2870,7 @@ pub fn ascii_run_copy(s: &[u8], dst: &mut Vec<u8>) -> usize {
 /// [`ascii_run_copy`] with a given implementation: the fused AVX2 loop in
 /// `dst`'s spare capacity, or [`ascii_run_at`] followed by one copy (its
 /// portable twin), which also takes over where the spare capacity ends.
+#[inline]
 pub fn ascii_run_copy_at(level: Level, s: &[u8], dst: &mut Vec<u8>) -> usize {
     // What the fused loop took (nothing where it does not run).
     #[cfg(target_arch = "x86_64")]
