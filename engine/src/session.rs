@@ -1431,7 +1431,9 @@ impl AnswerRelay {
                 }
             }
         } else if let (true, Some(id)) = (own, answered) {
-            // An answer we cannot read (an error): stop waiting for it.
+            // An answer to the session's listing in a line that began before
+            // the listing was pending, so not read for tools: stop waiting
+            // for it, with the tools as far as they are known.
             shared.own_tools_answered(id, None);
         }
         if id.is_none() && is_list_changed(line_out) {

@@ -1041,6 +1041,43 @@ fn answers_to_the_sessions_own_listing_never_reach_the_client() {
     assert_eq!(got["result"]["isError"], true, "{got}");
 }
 
+/// An answer to the session's own listing in a line that began before the
+/// listing was asked for (no honest server writes one: it names a request it
+/// has not read) ends the listing, reaches no client, and teaches nothing:
+/// the line was not read for tools, as none was pending when it began.
+#[test]
+fn an_own_listing_answered_by_a_line_begun_before_it_ends_the_listing() {
+    let calls = Calls::new(ProxyConfig::default());
+    calls.set_log(|_, _| {});
+    let mut relay = calls.answers().unwrap();
+    let mut to_client = Vec::new();
+    relay.feed(br#"{"jsonrpc":"2.0","result":{"tools":["#, &mut to_client);
+    let ask = calls.tools_request(b"").expect("the tools are unknown");
+    let id = serde_json::from_slice::<Value>(&ask).unwrap()["id"].to_string();
+    assert!(!calls.tools_known());
+    let typed_tool = r#"{"name":"t","inputSchema":{},"outputSchema":{"type":"object"}}"#;
+    relay.feed(
+        format!("{typed_tool}]}},\"id\":{id}}}\n").as_bytes(),
+        &mut to_client,
+    );
+    assert!(
+        to_client.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&to_client)
+    );
+    assert!(calls.tools_known(), "the listing still waits");
+    assert!(calls.tools_request(b"").is_none(), "asked again");
+    // `t` was not learned as typed: a call of it over budget comes back cut.
+    let got = call_over_budget(&calls, &mut relay, "t");
+    assert_eq!(got["id"], 1, "{got}");
+    assert_ne!(got["result"]["isError"], true, "{got}");
+    assert!(
+        got["result"]["_meta"]["resultbudget/truncation"].is_object(),
+        "{got}"
+    );
+    assert_eq!(relay.finish(&mut to_client), ServerEnd::default());
+}
+
 /// A call of `tool` (id 1) through the session's gate, then its answer of
 /// 100 KB of text: what the client reads of it.
 fn call_over_budget(calls: &Calls, relay: &mut AnswerRelay, tool: &str) -> Value {
