@@ -618,16 +618,17 @@ pub const PROXY_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
 
 /// Whether `fwd` is the client's line `sent` as a session with
 /// [`PROXY_INVENTORY`] forwards it: a `list_docs` call whose page size reads
-/// above 20, with that page size rewritten to 20 and no other byte changed
-/// (as [`check_pages`] holds the gate to it).
+/// above 20 (or is too close to 20 to judge, [`Page::undecided`]), with that
+/// page size rewritten to 20 and no other byte changed (as [`check_pages`]
+/// holds the gate to it).
 pub fn proxy_clamped(sent: &[u8], fwd: &[u8]) -> bool {
     // (Only a line the server reads as JSON is clamped; the ends stay.)
     if sent == fwd || sent.last() != fwd.last() || serde_verdict(sent) != Serde::Valid {
         return false;
     }
+    let above = |p: Page| matches!(p, Page::Num(v, _) if v > 20.0) || p.undecided(20.0);
     let page = call_page(sent, |t| (t == "list_docs").then_some("limit"));
-    matches!(page, Some((_, Page::Num(v, _))) if v > 20.0)
-        && clamp_of(sent, "limit", 20).is_some_and(|c| c == fwd)
+    page.is_some_and(|(_, p)| above(p)) && clamp_of(sent, "limit", 20).is_some_and(|c| c == fwd)
 }
 
 /// The tools the session's proxy knows: (name, typed, read-only).
