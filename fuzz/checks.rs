@@ -622,8 +622,17 @@ pub const PROXY_INVENTORY: &str = r#"{"version":1,"defaults":{},"tools":[
 /// page size rewritten to 20 and no other byte changed (as [`check_pages`]
 /// holds the gate to it).
 pub fn proxy_clamped(sent: &[u8], fwd: &[u8]) -> bool {
-    // (Only a line the server reads as JSON is clamped; the ends stay.)
-    if sent == fwd || sent.last() != fwd.last() || serde_verdict(sent) != Serde::Valid {
+    // A clamp writes one span of at most 4 bytes (`"20"`) in place: the
+    // rest of `fwd` is `sent`'s own start and end. Checked on the bytes
+    // first, so that the lines that differ otherwise are not parsed.
+    fn same<'a>(pairs: impl Iterator<Item = (&'a u8, &'a u8)>) -> usize {
+        pairs.take_while(|(x, y)| x == y).count()
+    }
+    let start = same(sent.iter().zip(fwd));
+    let end = same(sent.iter().rev().zip(fwd.iter().rev()));
+    let shared = (start + end).min(sent.len()).min(fwd.len());
+    // (Only a line the server reads as JSON is clamped.)
+    if sent == fwd || fwd.len() - shared > 4 || serde_verdict(sent) != Serde::Valid {
         return false;
     }
     let above = |p: Page| matches!(p, Page::Num(v, _) if v > 20.0) || p.undecided(20.0);
