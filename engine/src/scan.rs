@@ -444,9 +444,9 @@ pub fn simple_escapes<B: Blocks>(blocks: B, s: &[u8], at: usize) -> u64 {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{
-        scan_naive, BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Masks, Run, CUR_HIGH,
-        ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT, HX_ZERO,
-        PREV_HIGH, PREV_LOW, WS_BY_LOW,
+        scan_naive, BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Literals, Masks, Run,
+        CUR_HIGH, ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW, HX_ALPHA, HX_CF, HX_D, HX_DIGIT, HX_OCT,
+        HX_ZERO, PREV_HIGH, PREV_LOW, WS_BY_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -835,6 +835,47 @@ mod x86 {
         }
     }
 
+    /// [`Blocks::literals`] on one half, `next` being the 32 bytes after it
+    /// (zeros after the block): as at AVX-512, each literal's letters
+    /// compared in the half moved back by one to four bytes, the compares
+    /// joined in the vector unit, and only two masks moved out.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn literals_half(cur: __m256i, next: __m256i) -> (u32, u32) {
+        // [cur's high lane, next's low lane]: each lane of cur byte-aligned
+        // against it shifts cur left by n bytes across the lane boundary.
+        let joint = _mm256_permute2x128_si256::<0x21>(cur, next);
+        let v1 = _mm256_alignr_epi8::<1>(joint, cur);
+        let v2 = _mm256_alignr_epi8::<2>(joint, cur);
+        let v3 = _mm256_alignr_epi8::<3>(joint, cur);
+        let v4 = _mm256_alignr_epi8::<4>(joint, cur);
+        let eq = |v: __m256i, c: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c as i8));
+        let and = _mm256_and_si256;
+        let word = |w: &[u8; 4]| {
+            let [a, b, c, d] = *w;
+            and(and(eq(cur, a), eq(v1, b)), and(eq(v2, c), eq(v3, d)))
+        };
+        let four = _mm256_or_si256(word(b"true"), word(b"null"));
+        let five = and(word(b"fals"), eq(v4, b'e'));
+        (
+            _mm256_movemask_epi8(four) as u32,
+            _mm256_movemask_epi8(five) as u32,
+        )
+    }
+
+    /// [`Blocks::literals`]: [`literals_half`] on each half.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn literals_avx2(b: &[u8; 64]) -> Literals {
+        let (lo, hi) = halves(b);
+        let (f0, v0) = literals_half(lo, hi);
+        let (f1, v1) = literals_half(hi, _mm256_setzero_si256());
+        Literals {
+            four: join(f0, f1),
+            five: join(v0, v1),
+        }
+    }
+
     /// UTF-8 flags of the 32 bytes `cur`, whose 32 predecessors are `prev`.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -974,6 +1015,12 @@ mod x86 {
         fn letters(self, b: &[u8; 64]) -> Letters {
             // SAFETY: as for `classes`.
             unsafe { letters_avx2(b) }
+        }
+
+        #[inline(always)]
+        fn literals(self, b: &[u8; 64], _e: u64) -> Literals {
+            // SAFETY: as for `classes`.
+            unsafe { literals_avx2(b) }
         }
 
         // `prefix_xor` stays the portable chain of shifts here: BMI2's
@@ -1192,8 +1239,8 @@ const WS_BY_LOW: [u8; 16] = {
 #[cfg(target_arch = "x86_64")]
 mod x86_512 {
     use super::{
-        BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Masks, Spacing, CUR_HIGH, ESC_HIGH,
-        ESC_LOW, HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW, WS_BY_LOW,
+        BlockJob, Blocks, Classes, Escapes, HexMasks, Letters, Literals, Masks, Spacing, CUR_HIGH,
+        ESC_HIGH, ESC_LOW, HEX_HIGH, HEX_LOW, PREV_HIGH, PREV_LOW, WS_BY_LOW,
     };
     use std::arch::x86_64::*;
 
@@ -1293,6 +1340,34 @@ mod x86_512 {
             n: eq(b'n'),
             b: eq(b'b'),
             slash: eq(b'/'),
+        }
+    }
+
+    /// [`Blocks::literals`]: each literal's letters compared in place, in
+    /// the block moved back by one to four bytes (zeros moving in), each
+    /// compare masked by the last, so that only the four masks leave the
+    /// vector unit.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    #[inline]
+    fn literals_512(b: &[u8; 64]) -> Literals {
+        let v = load(b);
+        // Each 16-byte lane's next lane, for the lane-wise `alignr`.
+        let next = _mm512_alignr_epi64::<2>(_mm512_setzero_si512(), v);
+        let v1 = _mm512_alignr_epi8::<1>(next, v);
+        let v2 = _mm512_alignr_epi8::<2>(next, v);
+        let v3 = _mm512_alignr_epi8::<3>(next, v);
+        let v4 = _mm512_alignr_epi8::<4>(next, v);
+        let word = |w: &[u8; 4], k: u64| {
+            let [a, b, c, d] = w.map(|x| _mm512_set1_epi8(x as i8));
+            let k = _mm512_mask_cmpeq_epi8_mask(k, v, a);
+            let k = _mm512_mask_cmpeq_epi8_mask(k, v1, b);
+            let k = _mm512_mask_cmpeq_epi8_mask(k, v2, c);
+            _mm512_mask_cmpeq_epi8_mask(k, v3, d)
+        };
+        let five = word(b"fals", !0);
+        Literals {
+            four: word(b"true", !0) | word(b"null", !0),
+            five: _mm512_mask_cmpeq_epi8_mask(five, v4, _mm512_set1_epi8(b'e' as i8)),
         }
     }
 
@@ -1447,6 +1522,12 @@ mod x86_512 {
         fn letters(self, b: &[u8; 64]) -> Letters {
             // SAFETY: as for `classes`.
             unsafe { letters_512(b) }
+        }
+
+        #[inline(always)]
+        fn literals(self, b: &[u8; 64], _e: u64) -> Literals {
+            // SAFETY: as for `classes`.
+            unsafe { literals_512(b) }
         }
 
         #[inline(always)]
@@ -1932,10 +2013,12 @@ pub struct Classes {
 
 /// The other letters of `true`, `false` and `null`, and of the
 /// one-character escapes (`b`, `/` with `f`, `n`, `r`, `t`), apart from
-/// [`Classes`]: the skim asks for them only for a block that has a literal
-/// or an escape, so that a block of numbers (`canada.json`) does not pay
-/// for them. LLVM moved some of them into those branches by itself, not
-/// all (docs/performance.md, the forty-first round).
+/// [`Classes`]: the skim asks for them only for a block that has an escape
+/// (or, through [`Literals::from_letters`], a literal at a level without
+/// [`Blocks::literals`] of its own), so that a block of numbers
+/// (`canada.json`) does not pay for them. LLVM moved some of them into
+/// those branches by itself, not all (docs/performance.md, the forty-first
+/// round).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Letters {
     pub t: u64,
@@ -1948,6 +2031,32 @@ pub struct Letters {
     pub n: u64,
     pub b: u64,
     pub slash: u64,
+}
+
+/// Where a block spells out a literal whole: bit `k` when `true` or `null`
+/// (`four`), or `false` (`five`), starts at byte `k` and ends inside the
+/// block. The skim checks each run of letters against these. At AVX2 and
+/// AVX-512 the letters are compared in place in the vector unit and only
+/// these two masks leave it: on a list whose items each hold a literal,
+/// that skimmed 6–9% faster than ten [`Letters`] masks moved out and
+/// shifted together (docs/performance.md, the forty-eighth round).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Literals {
+    pub four: u64,
+    pub five: u64,
+}
+
+impl Literals {
+    /// From the block's letters and its `e`s ([`Classes::e`]): each
+    /// literal's letters shifted back onto its first.
+    #[inline(always)]
+    pub fn from_letters(l: &Letters, e: u64) -> Literals {
+        Literals {
+            four: (l.t & (l.r >> 1) & (l.u >> 2) & (e >> 3))
+                | (l.n & (l.u >> 1) & (l.l >> 2) & (l.l >> 3)),
+            five: l.f & (l.a >> 1) & (l.l >> 2) & (l.s >> 3) & (e >> 4),
+        }
+    }
 }
 
 /// [`Blocks::spacing`]: three of a block's [`Classes`].
@@ -2019,6 +2128,20 @@ pub fn letters_naive(blk: &[u8; 64]) -> Letters {
         n: eq(b'n'),
         b: eq(b'b'),
         slash: eq(b'/'),
+    }
+}
+
+/// The naive oracle of [`Literals`]: each place's next bytes compared.
+pub fn literals_naive(blk: &[u8; 64]) -> Literals {
+    let at = |word: &[u8]| {
+        (0..64).fold(0u64, |m, k| {
+            let here = blk.get(k..k + word.len()) == Some(word);
+            m | (u64::from(here) << k)
+        })
+    };
+    Literals {
+        four: at(b"true") | at(b"null"),
+        five: at(b"false"),
     }
 }
 
@@ -2277,6 +2400,12 @@ pub trait Blocks: Copy {
     #[inline(always)]
     fn letters(self, b: &[u8; 64]) -> Letters {
         letters_naive(b)
+    }
+    /// The literals of `b`, `e` being its [`Classes::e`]; the same bits as
+    /// [`literals_naive`].
+    #[inline(always)]
+    fn literals(self, b: &[u8; 64], e: u64) -> Literals {
+        Literals::from_letters(&self.letters(b), e)
     }
     /// Bit `k` when `b[k]` is flagged by the UTF-8 check, `before` being
     /// the three bytes before the block; the same bits as [`utf8_flags_naive`].

@@ -691,13 +691,10 @@ fn block<B: Blocks>(
     }
     // Literals: each run spelled out whole.
     if lit != 0 {
-        let l = blocks.letters(b);
-        let is_true = l.t & (l.r >> 1) & (l.u >> 2) & (c.e >> 3);
-        let is_null = l.n & (l.u >> 1) & (l.l >> 2) & (l.l >> 3);
-        let is_false = l.f & (l.a >> 1) & (l.l >> 2) & (l.s >> 3) & (c.e >> 4);
+        let l = blocks.literals(b, c.e);
         let ls = s0 & lit;
-        let ends = ((ls & (is_true | is_null)) << 3) | ((ls & is_false) << 4);
-        bad |= (ls & !(is_true | is_null | is_false)) | (ends ^ (s1 & lit));
+        let ends = ((ls & l.four) << 3) | ((ls & l.five) << 4);
+        bad |= (ls & !(l.four | l.five)) | (ends ^ (s1 & lit));
     }
     if bad != 0 {
         return None;
@@ -834,6 +831,51 @@ mod tests {
         fn run<B: Blocks>(self, blocks: B) -> Self::Out {
             (blocks.classes(self.0), blocks.letters(self.0))
         }
+    }
+
+    struct LiteralsJob<'a>(&'a [u8; 64]);
+
+    impl BlockJob for LiteralsJob<'_> {
+        type Out = scan::Literals;
+        fn run<B: Blocks>(self, blocks: B) -> Self::Out {
+            blocks.literals(self.0, blocks.classes(self.0).e)
+        }
+    }
+
+    /// Each level finds the literals its oracle finds: blocks strung from
+    /// literals, their near misses and cut-off starts, letters and other
+    /// bytes, so that literals cross the 16- and 32-byte lanes and run off
+    /// the block's end.
+    #[test]
+    fn literals_match_their_oracle() {
+        const PIECES: [&[u8]; 16] = [
+            b"true", b"null", b"false", b"tru", b"nul", b"fals", b"truee", b"nulll", b"trUe",
+            b"fa1se", b"e", b"l", b",", b"\"", b" ", b"\xe9",
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15;
+        let (mut four, mut five) = (0u32, 0u32);
+        for _ in 0..20_000 {
+            let mut v = Vec::with_capacity(80);
+            while v.len() < 64 {
+                let r = xorshift(&mut seed);
+                v.extend_from_slice(PIECES[(r % 16) as usize]);
+            }
+            let mut b = [0u8; 64];
+            // Start anywhere in the first piece, so that the pieces fall
+            // at every offset.
+            let skip = (xorshift(&mut seed) % 4) as usize;
+            for (x, y) in b.iter_mut().zip(v.iter().skip(skip)) {
+                *x = *y;
+            }
+            let want = scan::literals_naive(&b);
+            four += want.four.count_ones();
+            five += want.five.count_ones();
+            for level in LEVELS {
+                assert_eq!(scan::with_blocks_at(level, LiteralsJob(&b)), want, "{b:?}");
+            }
+        }
+        // The blocks held literals to find.
+        assert!(four > 10_000 && five > 5_000, "{four} {five}");
     }
 
     fn xorshift(seed: &mut u64) -> u64 {
