@@ -843,7 +843,8 @@ mod x86 {
     #[inline]
     fn literals_half(cur: __m256i, next: __m256i) -> (u32, u32) {
         // [cur's high lane, next's low lane]: each lane of cur byte-aligned
-        // against it shifts cur left by n bytes across the lane boundary.
+        // against it moves cur back by n bytes across the lane boundary
+        // (byte `k` of `vn` is byte `k + n` of cur and next).
         let joint = _mm256_permute2x128_si256::<0x21>(cur, next);
         let v1 = _mm256_alignr_epi8::<1>(joint, cur);
         let v2 = _mm256_alignr_epi8::<2>(joint, cur);
@@ -1344,9 +1345,10 @@ mod x86_512 {
     }
 
     /// [`Blocks::literals`]: each literal's letters compared in place, in
-    /// the block moved back by one to four bytes (zeros moving in), each
-    /// compare masked by the last, so that only the four masks leave the
-    /// vector unit.
+    /// the block moved back by one to four bytes (zeros moving in: byte `k`
+    /// of `vn` is byte `k + n` of the block), each compare masked by the
+    /// one before, so that only the literals' masks leave the mask
+    /// registers.
     #[target_feature(enable = "avx512f,avx512bw")]
     #[inline]
     fn literals_512(b: &[u8; 64]) -> Literals {
@@ -1357,16 +1359,16 @@ mod x86_512 {
         let v2 = _mm512_alignr_epi8::<2>(next, v);
         let v3 = _mm512_alignr_epi8::<3>(next, v);
         let v4 = _mm512_alignr_epi8::<4>(next, v);
-        let word = |w: &[u8; 4], k: u64| {
+        let word = |w: &[u8; 4]| {
             let [a, b, c, d] = w.map(|x| _mm512_set1_epi8(x as i8));
-            let k = _mm512_mask_cmpeq_epi8_mask(k, v, a);
+            let k = _mm512_cmpeq_epi8_mask(v, a);
             let k = _mm512_mask_cmpeq_epi8_mask(k, v1, b);
             let k = _mm512_mask_cmpeq_epi8_mask(k, v2, c);
             _mm512_mask_cmpeq_epi8_mask(k, v3, d)
         };
-        let five = word(b"fals", !0);
+        let five = word(b"fals");
         Literals {
-            four: word(b"true", !0) | word(b"null", !0),
+            four: word(b"true") | word(b"null"),
             five: _mm512_mask_cmpeq_epi8_mask(five, v4, _mm512_set1_epi8(b'e' as i8)),
         }
     }
