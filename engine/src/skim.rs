@@ -800,9 +800,11 @@ fn block<B: Blocks>(
     }
     // Taken: commit.
     stack.truncate(kept);
-    for k in 0..n_pushed {
-        stack.push((pushed >> k) & 1 != 0);
-    }
+    // In one `extend` (one capacity check, then the writes), not a `push`
+    // a bracket: with the push loop every skimmed input read 3–9% slower
+    // over four placements (forty-eighth round), though no block grew
+    // the stack.
+    stack.extend((0..n_pushed).map(|k| (pushed >> k) & 1 != 0));
     st.depth = depth;
     st.count += u64::from(counted.count_ones());
     // By a lookup: the cut's byte varies from block to block, and a chain
