@@ -34,7 +34,7 @@ IMPLS = [
     ("rb_skip", "resultbudget skipping an over-budget tail", "#17becf"),
     ("serde_value_pass", "serde_json Value round trip", "#d62728"),
     ("serde_value_budget", "serde_json Value + truncation walk", "#ff9896"),
-    ("serde_ignored", "serde_json IgnoredAny (validate only)", "#ff7f0e"),
+    ("serde_ignored", "serde_json IgnoredAny (validate, UTF-8 not checked)", "#ff7f0e"),
     ("simd_dom", "simd-json DOM round trip", "#2ca02c"),
     ("simd_tape", "simd-json validation (stage 1 + 2 into a tape, no DOM)", "#98df8a"),
     ("struson_copy", "struson streaming copy", "#9467bd"),
