@@ -870,8 +870,18 @@ pub struct ServerEnd {
 
 /// Reads one scalar at a fixed key path out of a streaming message (the
 /// envelope `id`, a `CreateTaskResult`'s `result.task.taskId`), skipping the rest.
+///
+/// A member given twice has two values; which one the probe keeps is fixed
+/// ([`ScalarProbe::last`]), so that the value does not depend on where the
+/// reads split the line (fed whole, a probe that kept whatever it read last
+/// in one call kept the second `id`; fed in pieces, it had stopped at the
+/// first).
 pub(crate) struct ScalarProbe {
     pub(crate) path: &'static [&'static [u8]],
+    /// Keep the last value read (as a reader keeps the last of duplicate
+    /// members), reading every byte fed; else the first, and nothing after
+    /// it.
+    last: bool,
     pub(crate) walker: Walker,
     pub(crate) value: Option<Vec<u8>>,
     /// The buffer of a value read and let go ([`ScalarProbe::reset`]),
@@ -881,9 +891,10 @@ pub(crate) struct ScalarProbe {
 }
 
 impl ScalarProbe {
-    pub(crate) fn new(path: &'static [&'static [u8]]) -> ScalarProbe {
+    pub(crate) fn new(path: &'static [&'static [u8]], last: bool) -> ScalarProbe {
         ScalarProbe {
             path,
+            last,
             walker: Walker::new(),
             value: None,
             spare: Vec::new(),
@@ -891,14 +902,18 @@ impl ScalarProbe {
         }
     }
 
-    /// The envelope's `id`.
+    /// The envelope's `id`: the first, which picks a line's treatment as
+    /// soon as it is read (a line that gives it twice is dropped as
+    /// malformed, and this one is then who hears of it if the projector
+    /// kept none).
     pub(crate) fn id() -> ScalarProbe {
-        ScalarProbe::new(&[b"id"])
+        ScalarProbe::new(&[b"id"], false)
     }
 
-    /// A task-augmented call's task id.
+    /// A task-augmented call's task id: the last, the one the client reads
+    /// and asks `tasks/result` for.
     pub(crate) fn task_id() -> ScalarProbe {
-        ScalarProbe::new(&[b"result", b"task", b"taskId"])
+        ScalarProbe::new(&[b"result", b"task", b"taskId"], true)
     }
 
     /// Ready for the next line, keeping the walker's buffers and the value's.
@@ -911,9 +926,10 @@ impl ScalarProbe {
     }
 
     pub(crate) fn feed(&mut self, bytes: &[u8]) {
-        if self.failed || self.value.is_some() {
+        if self.failed || (!self.last && self.value.is_some()) {
             return;
         }
+        let last = self.last;
         let target = self.path;
         let on_path = |path: &[Seg]| {
             path.len() <= target.len() && path.iter().zip(target).all(|(s, k)| s.is(k))
@@ -926,8 +942,10 @@ impl ScalarProbe {
         let (value, spare) = (&mut self.value, &mut self.spare);
         let mut on = |ev: Event<'_>| {
             if let Event::Scalar(path, raw) = ev {
-                if path.len() == target.len() && on_path(path) {
-                    *value = Some(refill(std::mem::take(spare), raw));
+                if path.len() == target.len() && on_path(path) && (last || value.is_none()) {
+                    // A value read again reuses the buffer of the one it replaces.
+                    let buf = value.take().unwrap_or_else(|| std::mem::take(spare));
+                    *value = Some(refill(buf, raw));
                 }
             }
         };
@@ -1698,7 +1716,52 @@ pub(crate) fn learn_tools(shared: &Shared, tp: &mut ToolsProbe) {
 
 #[cfg(test)]
 mod tests {
-    use super::is_list_changed;
+    use super::{is_list_changed, ScalarProbe};
+
+    /// A probe's value after `line` is fed in two pieces split at `at`.
+    fn probed(mut probe: ScalarProbe, line: &[u8], at: usize) -> Option<Vec<u8>> {
+        let (a, b) = line.split_at(at);
+        probe.feed(a);
+        probe.feed(b);
+        probe.value
+    }
+
+    /// Which of a member's two values a probe keeps does not depend on
+    /// where the line is split (fuzz finding 27: fed whole, the envelope's
+    /// `id` probe kept the second `id`, fed in pieces the first, and the
+    /// fed session answered another request).
+    #[test]
+    fn a_probe_keeps_the_same_one_of_two_values_at_every_split() {
+        let ids: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"x":"2.0","id":"second"}"#,
+            br#"{"id":1,"id":2,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"id":"resul\u00e9","result":{"#,
+        ];
+        for line in ids {
+            for at in 0..=line.len() {
+                assert_eq!(
+                    probed(ScalarProbe::id(), line, at).as_deref(),
+                    Some(&b"1"[..]),
+                    "{} split at {at}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+        let tasks: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":3,"result":{"task":{"taskId":"a","status":"working","taskId":"b"}}}"#,
+            br#"{"result":{"task":{"taskId":"a"},"task":{"taskId":"b"}},"id":3}"#,
+        ];
+        for line in tasks {
+            for at in 0..=line.len() {
+                assert_eq!(
+                    probed(ScalarProbe::task_id(), line, at).as_deref(),
+                    Some(&br#""b""#[..]),
+                    "{} split at {at}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+    }
 
     /// The method read as a reader reads it, not by one spelling: PHP
     /// escapes `/`, any name or key may be escaped, and whitespace is
