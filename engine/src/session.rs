@@ -903,9 +903,9 @@ impl ScalarProbe {
     }
 
     /// The envelope's `id`: the first, which picks a line's treatment as
-    /// soon as it is read (a line that gives it twice is dropped as
-    /// malformed, and this one is then who hears of it if the projector
-    /// kept none).
+    /// soon as it is read. (A line that gives it twice is dropped as
+    /// malformed; when the projector kept no `id` of it, the request this
+    /// one names is told.)
     pub(crate) fn id() -> ScalarProbe {
         ScalarProbe::new(&[b"id"], false)
     }
