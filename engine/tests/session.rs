@@ -534,6 +534,75 @@ fn the_fed_form_decides_as_the_session_does_however_the_bytes_come() {
     }
 }
 
+/// A `CreateTaskResult` that gives `taskId` twice: the task named by the
+/// last one, the one a client reads, is the typed tool's, at every split of
+/// the server's output; the first names no task of any tool.
+#[test]
+fn a_task_named_twice_is_known_by_its_last_id_however_the_bytes_come() {
+    let client = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"typed","arguments":{},"task":{"ttl":60000}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"second"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"first"}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let result = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"structuredContent":{{"s":"{}"}}}}}}"#,
+            "u".repeat(3000)
+        )
+    };
+    let server = [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"first","status":"working","taskId":"second","createdAt":"2026-12-07T00:00:00Z"}}}"#.to_string(),
+        result(2),
+        result(3),
+    ]
+    .join("\n")
+        + "\n";
+    let cfg = small_config();
+    let tools = [("typed", true, true)];
+    let threaded = relay_session(cfg.clone(), &tools, client.as_bytes(), server.as_bytes());
+    let lines = json_lines(&threaded.to_client);
+    let by_id = |id: i64| -> &Value {
+        let got: Vec<&Value> = lines.iter().filter(|v| v["id"] == id).collect();
+        assert_eq!(got.len(), 1, "one answer to call {id}: {lines:?}");
+        got[0]
+    };
+    // The created task goes on unchanged: it is under every budget.
+    assert_eq!(
+        by_id(1),
+        &serde_json::from_str::<Value>(server.lines().next().unwrap()).unwrap()
+    );
+    // The task the client reads is the typed tool's: over budget, it fails whole.
+    assert_eq!(by_id(2)["result"]["isError"], true, "{}", by_id(2));
+    assert!(text(&by_id(2)["result"], 0).starts_with("result_budget_exceeded"));
+    // The first id names no task: its result is cut like any untyped one.
+    assert!(by_id(3)["result"].get("isError").is_none(), "{}", by_id(3));
+    assert_eq!(record(&by_id(3)["result"]).unwrap()["truncated"], true);
+    assert_eq!((threaded.broken_line, threaded.orphaned), (false, 0));
+
+    let bytes = server.as_bytes();
+    let same = |what: String, pieces: &[&[u8]]| {
+        let (to_server, to_client, end) = fed(&cfg, &tools, client.as_bytes(), pieces);
+        assert_eq!(to_server, threaded.to_server, "{what}");
+        assert_eq!(
+            String::from_utf8_lossy(&to_client),
+            String::from_utf8_lossy(&threaded.to_client),
+            "{what}"
+        );
+        assert_eq!((end.broken_line, end.orphaned), (false, 0), "{what}");
+    };
+    for chunk in 1..=40 {
+        same(
+            format!("chunks of {chunk}"),
+            &bytes.chunks(chunk).collect::<Vec<_>>(),
+        );
+    }
+    for at in 0..=bytes.len() {
+        same(format!("split at {at}"), &[&bytes[..at], &bytes[at..]]);
+    }
+}
+
 /// A gateway on the fed form, driven by one thread with no session threads
 /// at all: each client line through the session's gate, noted, then written
 /// to the server; the server's bytes read and fed as they come.
