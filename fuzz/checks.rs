@@ -631,13 +631,19 @@ pub fn proxy_clamped(sent: &[u8], fwd: &[u8]) -> bool {
     let start = same(sent.iter().zip(fwd));
     let end = same(sent.iter().rev().zip(fwd.iter().rev()));
     let shared = (start + end).min(sent.len()).min(fwd.len());
-    // (Only a line the server reads as JSON is clamped.)
-    if sent == fwd || fwd.len() - shared > 4 || serde_verdict(sent) != Serde::Valid {
+    // Only a line the server reads as JSON is clamped, and a server reads a
+    // lone surrogate escape as U+FFFD: the line is judged as it reads it,
+    // `\ufffd` in the escape's place (the same length, so the spans are the
+    // line's own). A session that refuses lone surrogates refuses the call,
+    // so its server never reads it.
+    let read = lone_as_replacement(sent);
+    if sent == fwd || fwd.len() - shared > 4 || serde_verdict(&read) != Serde::Valid {
         return false;
     }
     let above = |p: Page| matches!(p, Page::Num(v, _) if v > 20.0) || p.undecided(20.0);
-    let page = call_page(sent, |t| (t == "list_docs").then_some("limit"));
-    page.is_some_and(|(_, p)| above(p)) && clamp_of(sent, "limit", 20).is_some_and(|c| c == fwd)
+    let page = call_page(&read, |t| (t == "list_docs").then_some("limit"));
+    page.is_some_and(|(_, p)| above(p))
+        && clamp_into(&read, sent, "limit", 20).is_some_and(|c| c == fwd)
 }
 
 /// The tools the session's proxy knows: (name, typed, read-only).
@@ -5298,10 +5304,17 @@ pub fn call_page(
 /// a string as a string, every other byte as it was. `None` if the line has
 /// no such member.
 pub fn clamp_of(line: &[u8], param: &str, max: u64) -> Option<Vec<u8>> {
-    let tree = parse(line);
-    let params = last_decoded(&tree, line, "params")?;
-    let args = last_decoded(params, line, "arguments")?;
-    let v = last_decoded(args, line, param)?;
+    clamp_into(line, line, param, max)
+}
+
+/// [`clamp_of`] with the member found in `read` (the line as a server reads
+/// it, [`lone_as_replacement`]: the same length and spans) and the rewrite
+/// made in `line`, whose other bytes are kept as they are.
+fn clamp_into(read: &[u8], line: &[u8], param: &str, max: u64) -> Option<Vec<u8>> {
+    let tree = parse(read);
+    let params = last_decoded(&tree, read, "params")?;
+    let args = last_decoded(params, read, "arguments")?;
+    let v = last_decoded(args, read, param)?;
     let new = if v.is_str() {
         format!("\"{max}\"")
     } else {
