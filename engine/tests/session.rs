@@ -11,7 +11,8 @@ use resultbudget::gate::Fate;
 use resultbudget::guard::{ArgCaps, Guard};
 use resultbudget::mcp::McpLimits;
 use resultbudget::proxy::{
-    relay_session, AnswerRelay, Calls, LogLevel, ProxyConfig, ServerEnd, Session, ToolFacts,
+    relay_session, AnswerRelay, Calls, LogLevel, ProxyConfig, ServerEnd, Session, SessionOutput,
+    ToolFacts,
 };
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -394,6 +395,40 @@ fn fed(
     (to_server, to_client, end)
 }
 
+/// The fed form ([`fed`]) gives the server and the client what the threaded
+/// session gave them (`threaded`), with the server's output in pieces of each
+/// size in `chunks` and split in two at every byte; each run ends with no
+/// broken line and `orphaned` calls left unanswered.
+fn fed_reads_as_threaded(
+    cfg: &ProxyConfig,
+    tools: &[(&str, bool, bool)],
+    client: &[u8],
+    server: &[u8],
+    threaded: &SessionOutput,
+    orphaned: usize,
+    chunks: impl IntoIterator<Item = usize>,
+) {
+    let same = |what: String, pieces: &[&[u8]]| {
+        let (to_server, to_client, end) = fed(cfg, tools, client, pieces);
+        assert_eq!(to_server, threaded.to_server, "{what}");
+        assert_eq!(
+            String::from_utf8_lossy(&to_client),
+            String::from_utf8_lossy(&threaded.to_client),
+            "{what}"
+        );
+        assert_eq!((end.broken_line, end.orphaned), (false, orphaned), "{what}");
+    };
+    for chunk in chunks {
+        same(
+            format!("chunks of {chunk}"),
+            &server.chunks(chunk).collect::<Vec<_>>(),
+        );
+    }
+    for at in 0..=server.len() {
+        same(format!("split at {at}"), &[&server[..at], &server[at..]]);
+    }
+}
+
 /// A session's traffic with everything the server side decides: calls of a
 /// typed and an untyped tool in flight at once, answers with the id last and
 /// first, one over budget, a broken one, one with its id twice, a notification,
@@ -507,31 +542,15 @@ fn the_fed_form_decides_as_the_session_does_however_the_bytes_come() {
         9
     );
 
-    let same = |what: String, (to_server, to_client, end): (Vec<u8>, Vec<u8>, ServerEnd)| {
-        assert_eq!(to_server, threaded.to_server, "{what}");
-        assert_eq!(
-            String::from_utf8_lossy(&to_client),
-            String::from_utf8_lossy(&threaded.to_client),
-            "{what}"
-        );
-        assert_eq!((end.broken_line, end.orphaned), (false, 1), "{what}");
-    };
-    let bytes = server.as_bytes();
-    for chunk in (1..=64).chain([1000, 4096]) {
-        let pieces: Vec<&[u8]> = bytes.chunks(chunk).collect();
-        same(
-            format!("chunks of {chunk}"),
-            fed(&cfg, &tools, client.as_bytes(), &pieces),
-        );
-    }
-    // Every split point of the server's output in two.
-    for at in 0..=bytes.len() {
-        let pieces = [&bytes[..at], &bytes[at..]];
-        same(
-            format!("split at {at}"),
-            fed(&cfg, &tools, client.as_bytes(), &pieces),
-        );
-    }
+    fed_reads_as_threaded(
+        &cfg,
+        &tools,
+        client.as_bytes(),
+        server.as_bytes(),
+        &threaded,
+        1,
+        (1..=64).chain([1000, 4096]),
+    );
 }
 
 /// A `CreateTaskResult` that gives `taskId` twice: the task named by the
@@ -581,26 +600,15 @@ fn a_task_named_twice_is_known_by_its_last_id_however_the_bytes_come() {
     assert_eq!(record(&by_id(3)["result"]).unwrap()["truncated"], true);
     assert_eq!((threaded.broken_line, threaded.orphaned), (false, 0));
 
-    let bytes = server.as_bytes();
-    let same = |what: String, pieces: &[&[u8]]| {
-        let (to_server, to_client, end) = fed(&cfg, &tools, client.as_bytes(), pieces);
-        assert_eq!(to_server, threaded.to_server, "{what}");
-        assert_eq!(
-            String::from_utf8_lossy(&to_client),
-            String::from_utf8_lossy(&threaded.to_client),
-            "{what}"
-        );
-        assert_eq!((end.broken_line, end.orphaned), (false, 0), "{what}");
-    };
-    for chunk in 1..=40 {
-        same(
-            format!("chunks of {chunk}"),
-            &bytes.chunks(chunk).collect::<Vec<_>>(),
-        );
-    }
-    for at in 0..=bytes.len() {
-        same(format!("split at {at}"), &[&bytes[..at], &bytes[at..]]);
-    }
+    fed_reads_as_threaded(
+        &cfg,
+        &tools,
+        client.as_bytes(),
+        server.as_bytes(),
+        &threaded,
+        0,
+        1..=40,
+    );
 }
 
 /// A gateway on the fed form, driven by one thread with no session threads
