@@ -636,8 +636,11 @@ pub fn proxy_clamped(sent: &[u8], fwd: &[u8]) -> bool {
     // `\ufffd` in the escape's place (the same length, so the spans are the
     // line's own). A session that refuses lone surrogates refuses the call,
     // so its server never reads it.
+    if sent == fwd || fwd.len() - shared > 4 {
+        return false;
+    }
     let read = lone_as_replacement(sent);
-    if sent == fwd || fwd.len() - shared > 4 || serde_verdict(&read) != Serde::Valid {
+    if serde_verdict(&read) != Serde::Valid {
         return false;
     }
     let above = |p: Page| matches!(p, Page::Num(v, _) if v > 20.0) || p.undecided(20.0);
